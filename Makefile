@@ -1,0 +1,43 @@
+# ember — the two README commands live here: `make serve` and `make test`.
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+DATA_DIR := $(if $(XDG_DATA_HOME),$(XDG_DATA_HOME),$(HOME)/.local/share)/ember
+DEMO_MODEL ?= $(DATA_DIR)/demo-llama3-q8_0.gguf
+FUZZ_SECONDS ?= 30
+
+.PHONY: all setup build test unit e2e fuzz fuzz-build serve demo-model clean
+
+all: build
+
+setup:
+	@scripts/setup
+
+$(BUILD)/CMakeCache.txt:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > /dev/null
+
+build: $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo-model: build
+	@scripts/make-demo-model "$(DEMO_MODEL)"
+
+# Fast unit tests first, then the bounded parity/end-to-end set, then a bounded fuzz run.
+test: setup build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+fuzz-build:
+	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ > /dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target gguf_fuzz
+
+fuzz: fuzz-build
+	@scripts/fuzz gguf_fuzz $(FUZZ_SECONDS)
+
+serve: setup build demo-model
+	@scripts/serve "$(DEMO_MODEL)"
+
+clean:
+	rm -rf $(BUILD) build-fuzz

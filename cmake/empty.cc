@@ -1,0 +1,1 @@
+// Placeholder so a module with no sources yet is still a valid library.

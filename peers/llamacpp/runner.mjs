@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+// ember's llama.cpp oracle and peer: a thin JSON CLI over node-llama-cpp (pinned 3.21.1, CPU only).
+// Every command prints one JSON object on stdout; errors print {"error": "..."} and exit 1.
+//
+//   meta MODEL                                   model metadata as llama.cpp sees it
+//   tokenize MODEL (--text T | --text-file F) [--special] [--no-bos]
+//   tokenize-batch MODEL --in STRINGS.json --out IDS.json [--special]   array of strings -> array of id arrays
+//   detokenize MODEL --ids 1,2,3 [--special]
+//   parity-batch MODEL --in STRINGS.json --out OUT.json   one load for ember's tokenizer parity test: writes
+//        {ids: tokenize(s), ids_special: tokenize(s, special), text: detokenize(ids)} per string
+//   tokenize-bench MODEL --text-file F [--runs N] [--special]
+//        times model.tokenize alone on the file's text (best of N runs): ms, MB/s, token count
+//   logits MODEL --tokens 1,2,3 [--out FILE] [--top K] [--kv f32|f16] [--threads N]
+//        teacher-forced: row i = llama.cpp's softmax after tokens[0..i], float32 LE, n_tokens x n_vocab
+//   bench MODEL --tokens 1,2,3 [--gen N] [--threads N] [--kv f16|f32]
+//        prefill the tokens, then greedy-decode N tokens; prints timings
+import fs from "node:fs";
+import path from "node:path";
+import {getLlama, LlamaLogLevel, readGgufFileInfo} from "node-llama-cpp";
+
+function parseArgs(argv) {
+  const [cmd, model, ...rest] = argv;
+  const opts = {};
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (!a.startsWith("--")) throw new Error(`unexpected argument '${a}'`);
+    const key = a.slice(2);
+    const next = rest[i + 1];
+    if (next === undefined || next.startsWith("--")) opts[key] = true;
+    else { opts[key] = next; i++; }
+  }
+  return {cmd, model, opts};
+}
+
+const ids = (s) => String(s).split(",").filter((x) => x.length).map((x) => {
+  const n = Number(x);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`bad token id '${x}'`);
+  return n;
+});
+
+let llamaPromise = null;
+function llama() {
+  llamaPromise ??= getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false});
+  return llamaPromise;
+}
+
+async function loadModel(modelPath, vocabOnly = false) {
+  if (!modelPath || !fs.existsSync(modelPath)) throw new Error(`model file not found: ${modelPath}`);
+  return (await llama()).loadModel({modelPath, vocabOnly, useMmap: true});
+}
+
+function peerInfo(l) {
+  const pkg = JSON.parse(fs.readFileSync(new URL("./node_modules/node-llama-cpp/package.json", import.meta.url)));
+  return {stack: "llama.cpp", binding: "node-llama-cpp", version: pkg.version, build: l?.buildType ?? null,
+          cpu_variant: cpuVariant()};
+}
+
+function cpuVariant() {
+  // The CPU backend library ggml loaded for this machine (e.g. libggml-cpu-zen4.so).
+  try {
+    const maps = fs.readFileSync("/proc/self/maps", "utf8");
+    const m = maps.match(/libggml-cpu-[\w-]+\.so/);
+    return m ? m[0] : null;
+  } catch { return null; }
+}
+
+async function makeSequence(model, n, opts) {
+  const kv = String(opts.kv ?? "f16").toUpperCase();
+  const threads = opts.threads ? Number(opts.threads) : 0;
+  const context = await model.createContext({
+    contextSize: Math.max(256, n + 8), batchSize: Math.max(1, Math.min(512, n)), sequences: 1,
+    flashAttention: false, threads: threads ? {ideal: threads, min: threads} : undefined,
+    experimentalKvCacheKeyType: kv, experimentalKvCacheValueType: kv,
+  });
+  return {context, seq: context.getSequence()};
+}
+
+const commands = {
+  async meta(modelPath) {
+    const info = await readGgufFileInfo(modelPath, {readTensorInfo: true});
+    const model = await loadModel(modelPath);
+    const md = JSON.parse(JSON.stringify(info.metadata, (k, v) =>
+      Array.isArray(v) && v.length > 16 ? {array_length: v.length, head: v.slice(0, 8)} :
+      typeof v === "bigint" ? Number(v) : v));
+    return {peer: peerInfo(await llama()), metadata: md, tensor_count: info.tensorInfo?.length ?? null,
+            vocab_size: model.tokens.vocabularySize ?? null, train_context_size: model.trainContextSize,
+            vocabulary_type: model.vocabularyType, size_bytes: model.size,
+            bos: model.tokens.bos, eos: model.tokens.eos};
+  },
+
+  async tokenize(modelPath, o) {
+    const model = await loadModel(modelPath, true);
+    const text = o["text-file"] ? fs.readFileSync(o["text-file"], "utf8") : String(o.text ?? "");
+    let out = model.tokenize(text, !!o.special);
+    if (!o["no-bos"] && model.tokens.shouldPrependBosToken && model.tokens.bos != null)
+      out = [model.tokens.bos, ...out];
+    return {ids: Array.from(out)};
+  },
+
+  async "tokenize-batch"(modelPath, o) {
+    const model = await loadModel(modelPath, true);
+    const strings = JSON.parse(fs.readFileSync(o.in, "utf8"));
+    const result = strings.map((s) => Array.from(model.tokenize(s, !!o.special)));
+    fs.writeFileSync(o.out, JSON.stringify(result));
+    return {count: result.length, out: o.out, add_bos: model.tokens.shouldPrependBosToken, bos: model.tokens.bos};
+  },
+
+  async detokenize(modelPath, o) {
+    const model = await loadModel(modelPath, true);
+    return {text: model.detokenize(ids(o.ids), !!o.special)};
+  },
+
+  async "parity-batch"(modelPath, o) {
+    const model = await loadModel(modelPath, true);
+    const strings = JSON.parse(fs.readFileSync(o.in, "utf8"));
+    const ids = strings.map((s) => Array.from(model.tokenize(s, false)));
+    const idsSpecial = strings.map((s) => Array.from(model.tokenize(s, true)));
+    const text = ids.map((l) => model.detokenize(l, false));
+    fs.writeFileSync(o.out, JSON.stringify({ids, ids_special: idsSpecial, text}));
+    return {count: strings.length, out: o.out};
+  },
+
+  async "tokenize-bench"(modelPath, o) {
+    const model = await loadModel(modelPath, true);
+    const text = fs.readFileSync(o["text-file"], "utf8");
+    const bytes = Buffer.byteLength(text, "utf8");
+    let best = Infinity, n = 0;
+    for (let r = 0; r < Number(o.runs ?? 3); r++) {
+      const t0 = performance.now();
+      const ids = model.tokenize(text, !!o.special);
+      const ms = performance.now() - t0;
+      best = Math.min(best, ms);
+      n = ids.length;
+    }
+    return {bytes, n_tokens: n, best_ms: best, mb_per_s: bytes / 1e6 / (best / 1000), peer: peerInfo(await llama())};
+  },
+
+  async logits(modelPath, o) {
+    const tokens = ids(o.tokens);
+    if (!tokens.length) throw new Error("--tokens is empty");
+    const model = await loadModel(modelPath);
+    const nVocab = model.tokens.vocabularySize ?? model.fileInsights?.vocabularySize;
+    const {seq} = await makeSequence(model, tokens.length, o);
+    const input = tokens.map((t) => [t, {generateNext: {probabilities: true, options: {temperature: 0}}}]);
+    const t0 = performance.now();
+    const res = await seq.controlledEvaluate(input);
+    const ms = performance.now() - t0;
+    const rows = new Float32Array(tokens.length * nVocab);
+    const topK = Number(o.top ?? 5);
+    const top = [];
+    res.forEach((r, i) => {
+      const probs = r?.next?.probabilities;
+      if (!probs) throw new Error(`no probabilities at position ${i}`);
+      for (const [tok, p] of probs) rows[i * nVocab + tok] = p;
+      top.push(Array.from(probs.entries()).slice(0, topK));
+    });
+    if (o.out) fs.writeFileSync(o.out, Buffer.from(rows.buffer));
+    return {n_tokens: tokens.length, n_vocab: nVocab, kind: "probabilities", out: o.out ?? null, top, eval_ms: ms,
+            peer: peerInfo(await llama())};
+  },
+
+  async bench(modelPath, o) {
+    const tokens = ids(o.tokens);
+    const nGen = Number(o.gen ?? 0);
+    const model = await loadModel(modelPath);
+    const {seq} = await makeSequence(model, tokens.length + nGen + 1, o);
+    const t0 = performance.now();
+    const first = await seq.controlledEvaluate(
+        tokens.map((t, i) => i === tokens.length - 1 ? [t, {generateNext: {token: true, options: {temperature: 0}}}] : t));
+    const t1 = performance.now();
+    let next = first[tokens.length - 1]?.next?.token;
+    const generated = [next];
+    const tGen0 = performance.now();
+    if (nGen > 1) {
+      const it = seq.evaluate([next], {temperature: 0});
+      for await (const tok of it) {
+        generated.push(tok);
+        if (generated.length >= nGen) break;
+      }
+    }
+    const t2 = performance.now();
+    return {prompt_tokens: tokens.length, prefill_ms: t1 - t0, prefill_tok_s: tokens.length / ((t1 - t0) / 1000),
+            generated: generated.length, decode_ms: t2 - tGen0,
+            decode_tok_s: generated.length > 1 ? (generated.length - 1) / ((t2 - tGen0) / 1000) : null,
+            tokens: generated, threads: o.threads ? Number(o.threads) : null, peer: peerInfo(await llama())};
+  },
+};
+
+async function main() {
+  const {cmd, model, opts} = parseArgs(process.argv.slice(2));
+  if (!commands[cmd]) throw new Error(`unknown command '${cmd}'; one of: ${Object.keys(commands).join(", ")}`);
+  const out = await commands[cmd](model && path.resolve(model), opts);
+  process.stdout.write(JSON.stringify(out) + "\n");
+}
+
+main().then(() => process.exit(0)).catch((e) => {
+  process.stdout.write(JSON.stringify({error: String(e?.message ?? e)}) + "\n");
+  process.exit(1);
+});

@@ -1,0 +1,261 @@
+#include "bench/h2h.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "bench/eval_format.h"
+
+namespace ember::bench {
+namespace {
+
+struct StackCell {
+  StackRunner* runner;
+  std::vector<RunMeasurement> runs;  // measured rounds only (warm-up discarded)
+  std::string error;                 // non-empty: the cell failed
+};
+
+std::vector<double> Values(const RunMeasurement& m, const std::vector<LegMetric>& metrics) {
+  std::vector<double> v;
+  for (const auto& lm : metrics) v.push_back((m.*lm.field).value_or(std::nan("")));
+  return v;
+}
+
+nlohmann::json SampleJson(const RunMeasurement& m, size_t round, bool extra) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"round", round},          {"extra", extra},
+          {"prefill_tok_s", opt(m.prefill_tok_s)}, {"decode_tok_s", opt(m.decode_tok_s)},
+          {"ttft_ms", opt(m.ttft_ms)}, {"peak_rss_bytes", m.peak_rss_bytes}, {"raw", m.raw}};
+}
+
+// One model x one leg: warm-up, interleaved rounds, stability, rows.
+class LegRun {
+ public:
+  LegRun(const H2hConfig& cfg, H2hEnv& env, const std::string& model, const std::string& hash, Leg leg,
+         const std::vector<StackRunner*>& stacks, const std::vector<int32_t>& tokens)
+      : cfg_(cfg), env_(env), model_(model), hash_(hash), leg_(leg), metrics_(MetricsForLeg(leg)) {
+    for (StackRunner* s : stacks) cells_.push_back({s, {}, ""});
+    req_ = {model, tokens, cfg.gen_tokens, cfg.threads};
+  }
+
+  void Execute(H2hSummary& out) {
+    before_ = env_.preflight ? env_.preflight() : PreflightSnapshot{};
+    if (cfg_.warmup)
+      for (auto& c : cells_) Measure(c, "warm-up", /*keep=*/false);
+    for (int r = 0; r < cfg_.rounds; ++r)
+      for (auto& c : cells_)  // interleaved: A B A B ...
+        Measure(c, "round " + std::to_string(r + 1) + "/" + std::to_string(cfg_.rounds), true);
+    std::vector<std::optional<CellStability>> verdicts;
+    for (auto& c : cells_) verdicts.push_back(Stabilize(c));
+    after_ = env_.preflight ? env_.preflight() : PreflightSnapshot{};
+    for (size_t i = 0; i < cells_.size(); ++i) Store(cells_[i], verdicts[i], out);
+  }
+
+ private:
+  void Measure(StackCell& c, const std::string& what, bool keep) {
+    if (!c.error.empty()) {
+      if (env_.progress) env_.progress->Step(Label(c, what + " (skipped)"));
+      return;
+    }
+    auto m = c.runner->Run(leg_, req_);
+    if (env_.progress) env_.progress->Step(Label(c, what));
+    if (!m.ok()) {
+      c.error = what + ": " + m.status().ToString();
+      Log("FAILED " + Label(c, c.error));
+      return;
+    }
+    if (keep) c.runs.push_back(std::move(m).value());
+  }
+
+  std::optional<CellStability> Stabilize(StackCell& c) {
+    if (!c.error.empty() || c.runs.empty()) return std::nullopt;
+    std::vector<std::vector<double>> rounds;
+    for (const auto& m : c.runs) rounds.push_back(Values(m, metrics_));
+    MoreRound more = [&]() -> StatusOr<std::vector<double>> {
+      if (env_.progress) env_.progress->AddWork(1);
+      const size_t before = c.runs.size();
+      Measure(c, "stability round", true);
+      if (c.runs.size() == before) return Internal(c.error);
+      return Values(c.runs.back(), metrics_);
+    };
+    auto v = StabilizeCell(std::move(rounds), MetricSpecs(), more, cfg_.policy);
+    if (!v.ok()) {
+      c.error = v.status().ToString();
+      return std::nullopt;
+    }
+    return std::move(v).value();
+  }
+
+  std::vector<MetricSpec> MetricSpecs() const {
+    std::vector<MetricSpec> specs;
+    for (const auto& m : metrics_) specs.push_back(m.spec);
+    return specs;
+  }
+
+  EvalRow BaseRow(const StackCell& c) const {
+    EvalRow r;
+    r.created_at = env_.now ? env_.now() : "";
+    r.ember_commit = env_.revision.commit;
+    r.ember_dirty = env_.revision.dirty;
+    r.stack = c.runner->name();
+    r.model_path = model_;
+    r.model_hash = hash_;
+    r.leg = LegName(leg_);
+    r.threads = cfg_.threads;
+    r.prompt_tokens = static_cast<int64_t>(req_.tokens.size());
+    r.gen_tokens = cfg_.gen_tokens;
+    r.cached_tokens = 0;
+    r.preflight_ok = before_.ok && after_.ok;
+    r.machine_state = nlohmann::json{{"before", before_.state}, {"after", after_.state}}.dump();
+    // Model identity is the same for every stack: take it from whichever stack reported it.
+    for (const auto& other : cells_)
+      for (const auto& m : other.runs) {
+        if (!r.arch && m.arch) r.arch = m.arch;
+        if (!r.dtype && m.dtype) r.dtype = m.dtype;
+        if (!r.params && m.params) r.params = m.params;
+      }
+    return r;
+  }
+
+  void Store(const StackCell& c, const std::optional<CellStability>& v, H2hSummary& out) {
+    CellOutcome o{model_, c.runner->name(), LegName(leg_), "", std::nullopt, std::nullopt};
+    if (!v) {
+      o.status = "failed: " + (c.error.empty() ? std::string("no measured rounds") : c.error);
+      ++out.failed;
+      out.cells.push_back(std::move(o));
+      return;
+    }
+    EvalRow r = BaseRow(c);
+    nlohmann::json samples = nlohmann::json::array();
+    double spread = 1;
+    for (size_t i = 0; i < c.runs.size(); ++i) {
+      const RunMeasurement& m = c.runs[i];
+      samples.push_back(SampleJson(m, i + 1, i >= static_cast<size_t>(cfg_.rounds)));
+      r.peak_rss_bytes = std::max(r.peak_rss_bytes.value_or(0), m.peak_rss_bytes);
+      if (!r.stack_version && m.version) r.stack_version = m.version;
+      if (!r.stack_variant && m.variant) r.stack_variant = m.variant;
+    }
+    for (size_t k = 0; k < metrics_.size(); ++k) {
+      const MetricOutcome& mo = v->metrics[k];
+      if (std::isfinite(mo.value)) r.*(RowField(metrics_[k])) = mo.value;
+      if (std::isfinite(mo.spread)) spread = std::max(spread, mo.spread);
+    }
+    if (!r.stack_version && r.stack == "ember") r.stack_version = env_.revision.commit.substr(0, 12);
+    r.n_runs = static_cast<int64_t>(c.runs.size());
+    r.spread = spread;
+    r.tag = StabilityTagName(v->tag);
+    r.samples = samples.dump();
+    auto id = env_.db->Insert(r);
+    if (!id.ok()) {
+      o.status = "failed: " + id.status().ToString();
+      ++out.failed;
+    } else {
+      o.status = "stored";
+      o.row_id = *id;
+      o.tag = v->tag;
+      ++out.stored;
+    }
+    Log(o.status + ": " + Label(c, std::string(StabilityTagName(v->tag)) + (*r.preflight_ok ? "" : " (preflight failed)")));
+    out.cells.push_back(std::move(o));
+  }
+
+  static std::optional<double> EvalRow::*RowField(const LegMetric& m) {
+    if (m.field == &RunMeasurement::prefill_tok_s) return &EvalRow::prefill_tok_s;
+    if (m.field == &RunMeasurement::decode_tok_s) return &EvalRow::decode_tok_s;
+    return &EvalRow::ttft_ms;
+  }
+
+  std::string Label(const StackCell& c, const std::string& what) const {
+    return BaseName(model_) + " " + c.runner->name() + " " + LegName(leg_) + " " + what;
+  }
+  void Log(const std::string& s) const {
+    if (env_.log) env_.log(s);
+  }
+
+  const H2hConfig& cfg_;
+  H2hEnv& env_;
+  std::string model_, hash_;
+  Leg leg_;
+  std::vector<LegMetric> metrics_;
+  std::vector<StackCell> cells_;
+  BenchRequest req_;
+  PreflightSnapshot before_, after_;
+};
+
+Status CheckSetup(const H2hConfig& cfg, const H2hEnv& env) {
+  if (env.stacks.empty()) return InvalidArgument("h2h: no stacks to compare");
+  if (!env.db) return InvalidArgument("h2h: no eval DB");
+  if (!env.tokenize) return InvalidArgument("h2h: no tokenizer");
+  if (cfg.models.empty()) return InvalidArgument("h2h: no models");
+  if (cfg.rounds < 1 || cfg.threads < 1 || cfg.prompt_tokens < 1 || cfg.gen_tokens < 2)
+    return InvalidArgument("h2h: rounds, threads and prompt tokens must be >= 1 and gen tokens >= 2");
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<LegMetric> MetricsForLeg(Leg leg) {
+  switch (leg) {
+    case Leg::kDirect:
+      return {{{"prefill_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::prefill_tok_s},
+              {{"decode_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::decode_tok_s}};
+    case Leg::kServed:
+      return {{{"ttft_ms", Direction::kLowerIsFaster}, &RunMeasurement::ttft_ms},
+              {{"decode_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::decode_tok_s}};
+    default:
+      return {{{"ttft_ms", Direction::kLowerIsFaster}, &RunMeasurement::ttft_ms}};
+  }
+}
+
+StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
+  EMBER_RETURN_IF_ERROR(CheckSetup(cfg, env));
+  H2hSummary out;
+  for (const std::string& model : cfg.models) {
+    auto hash = env.db->ModelHash(model);
+    std::optional<std::vector<int32_t>> tokens;  // tokenized once per model, on first need
+    for (Leg leg : cfg.legs) {
+      std::vector<StackRunner*> todo;
+      for (StackRunner* s : env.stacks) {
+        CellOutcome o{model, s->name(), LegName(leg), "", std::nullopt, std::nullopt};
+        bool have = false;
+        if (hash.ok() && !cfg.redo) {
+          auto h = env.db->HasCell(env.revision.commit, *hash, s->name(), LegName(leg), cfg.threads);
+          have = h.ok() && *h;
+        }
+        if (!hash.ok()) o.status = "failed: " + hash.status().ToString();
+        else if (!s->Supports(leg)) o.status = std::string("skipped: leg ") + LegName(leg) + " not implemented yet";
+        else if (have) o.status = "skipped: already in the eval DB (use --redo)";
+        else {
+          todo.push_back(s);
+          continue;
+        }
+        (o.status.rfind("failed", 0) == 0 ? out.failed : out.skipped)++;
+        out.cells.push_back(std::move(o));
+      }
+      if (todo.empty()) continue;
+      if (!tokens) {
+        auto t = env.tokenize(model, cfg.prompt_tokens);
+        if (!t.ok()) {
+          for (StackRunner* s : todo)
+            out.cells.push_back({model, s->name(), LegName(leg), "failed: tokenize: " + t.status().ToString(), {}, {}});
+          out.failed += static_cast<int>(todo.size());
+          continue;
+        }
+        tokens = std::move(t).value();
+      }
+      LegRun(cfg, env, model, *hash, leg, todo, *tokens).Execute(out);
+    }
+  }
+  if (env.progress) env.progress->Finish();
+  return out;
+}
+
+nlohmann::json H2hSummaryToJson(const H2hSummary& s) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : s.cells)
+    cells.push_back({{"model", c.model}, {"stack", c.stack}, {"leg", c.leg}, {"status", c.status},
+                     {"row_id", c.row_id ? nlohmann::json(*c.row_id) : nlohmann::json(nullptr)},
+                     {"tag", c.tag ? nlohmann::json(StabilityTagName(*c.tag)) : nlohmann::json(nullptr)}});
+  return {{"stored", s.stored}, {"skipped", s.skipped}, {"failed", s.failed}, {"cells", cells}};
+}
+
+}  // namespace ember::bench

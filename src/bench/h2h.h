@@ -1,0 +1,85 @@
+// `ember h2h`: head-to-head cells model x stack x leg, measured by the method of spec/bench.md §3:
+//   - tokenize once per model; every stack gets the same ids, model file and thread count;
+//   - preflight before each leg and again after it (so between legs); both snapshots go in the row;
+//   - one discarded warm-up round per stack (page cache, lazy loads);
+//   - N measured rounds interleaved A B A B so slow drift hits every stack alike; median of N;
+//   - the run-stability policy per cell (stability.h): extra rounds, `stabilized` / `unstable` tags;
+//   - every cell stored as one eval-DB row with its machine state, commit, model hash and peer version;
+//   - resumable: a cell already in the DB for this commit+model+stack+leg+threads is skipped unless
+//     `redo`.
+// Legs no runner implements yet (served, cache legs) are reported as skipped, so adding one is a new
+// StackRunner::Run branch plus its metric list in MetricsForLeg; the loop here does not change.
+//
+// Everything outside (stacks, DB, tokenizer, preflight, clock) comes in through H2hEnv, so tests run the
+// whole orchestration with fakes in milliseconds.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/eval_db.h"
+#include "bench/progress.h"
+#include "bench/source_revision.h"
+#include "bench/stability.h"
+#include "bench/stack_runner.h"
+
+namespace ember::bench {
+
+struct H2hConfig {
+  std::vector<std::string> models;
+  std::vector<Leg> legs = {Leg::kDirect};
+  int threads = 1;
+  int prompt_tokens = 512;
+  int gen_tokens = 128;
+  int rounds = 5;
+  bool warmup = true;
+  bool redo = false;
+  StabilityPolicy policy;
+};
+
+struct PreflightSnapshot {
+  bool ok = true;
+  nlohmann::json state;  // the preflight JSON stored in the row
+};
+
+struct H2hEnv {
+  std::vector<StackRunner*> stacks;  // in interleaving order: A B A B ...
+  EvalDb* db = nullptr;
+  // Exactly `n` token ids of a fixed prompt for `model`.
+  std::function<StatusOr<std::vector<int32_t>>(const std::string& model, int n)> tokenize;
+  std::function<PreflightSnapshot()> preflight;
+  std::function<std::string()> now;  // ISO-8601 UTC
+  SourceRevision revision;
+  Progress* progress = nullptr;      // optional
+  std::function<void(const std::string&)> log;  // optional, one line per event
+};
+
+struct CellOutcome {
+  std::string model, stack, leg;
+  std::string status;  // "stored", "skipped: already in the eval DB", "skipped: ...", "failed: ..."
+  std::optional<int64_t> row_id;
+  std::optional<StabilityTag> tag;
+};
+
+struct H2hSummary {
+  std::vector<CellOutcome> cells;
+  int stored = 0, skipped = 0, failed = 0;
+};
+
+// The metrics a leg's rounds are judged on, and how to read each from a measurement.
+struct LegMetric {
+  MetricSpec spec;
+  std::optional<double> RunMeasurement::*field;
+};
+std::vector<LegMetric> MetricsForLeg(Leg leg);
+
+// Fails only on setup errors (no stacks, no DB, bad config); a failing stack fails its cells.
+StatusOr<H2hSummary> RunH2h(const H2hConfig& config, H2hEnv& env);
+
+nlohmann::json H2hSummaryToJson(const H2hSummary& s);
+
+}  // namespace ember::bench

@@ -1,0 +1,252 @@
+#include "bench/report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "bench/eval_format.h"
+#include "bench/svg_plot.h"
+
+namespace ember::bench {
+namespace {
+
+constexpr const char* kPeer = "llama.cpp";
+
+struct Metric {
+  const char* key;    // sample / column name
+  const char* title;
+  const char* unit;
+  bool higher_is_faster;
+  std::optional<double> EvalRow::*field;
+};
+
+const Metric kMetrics[] = {
+    {"prefill_tok_s", "prefill", "tok/s (higher is faster)", true, &EvalRow::prefill_tok_s},
+    {"decode_tok_s", "decode", "tok/s (higher is faster)", true, &EvalRow::decode_tok_s},
+    {"ttft_ms", "TTFT", "ms (lower is faster)", false, &EvalRow::ttft_ms},
+};
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+std::string ModelKey(const EvalRow& r) { return r.model_hash.value_or(r.model_path); }
+
+bool Unstable(const EvalRow& r) { return r.tag.value_or("") == "unstable"; }
+bool PreflightFailed(const EvalRow& r) { return r.preflight_ok && !*r.preflight_ok; }
+
+// A section is one leg at one thread count and shape: only rows within it are comparable.
+struct SectionKey {
+  std::string leg;
+  int64_t threads, pp, tg;
+  auto operator<=>(const SectionKey&) const = default;
+};
+
+SectionKey SectionOf(const EvalRow& r) {
+  return {r.leg, r.threads.value_or(0), r.prompt_tokens.value_or(0), r.gen_tokens.value_or(0)};
+}
+
+// Latest row per (section, model, stack); rows arrive in id order, so later ones replace earlier.
+using Cells = std::map<SectionKey, std::map<std::string, std::map<std::string, EvalRow>>>;
+
+Cells LatestCells(const std::vector<EvalRow>& rows, bool with_turns) {
+  Cells cells;
+  for (const auto& r : rows)
+    if (r.turn.has_value() == with_turns) cells[SectionOf(r)][ModelKey(r)][r.stack] = r;
+  return cells;
+}
+
+std::vector<std::string> StacksIn(const std::map<std::string, std::map<std::string, EvalRow>>& models) {
+  std::set<std::string> s;
+  for (const auto& [m, stacks] : models)
+    for (const auto& [st, r] : stacks) s.insert(st);
+  std::vector<std::string> out;
+  if (s.count("ember")) out.push_back("ember");  // ember first, then the peers
+  for (const auto& st : s)
+    if (st != "ember") out.push_back(st);
+  return out;
+}
+
+// "ember/llama.cpp 1.23x" (>1 always means ember is faster), or why there is no ratio.
+std::string RatioNote(const std::map<std::string, EvalRow>& stacks, const Metric& m) {
+  auto e = stacks.find("ember"), p = stacks.find(kPeer);
+  if (e == stacks.end() || p == stacks.end()) return "";
+  if (Unstable(e->second) || Unstable(p->second)) return "ratio withheld (unstable)";
+  auto ev = e->second.*m.field, pv = p->second.*m.field;
+  if (!ev || !pv || *ev <= 0 || *pv <= 0) return "";
+  const double ratio = m.higher_is_faster ? *ev / *pv : *pv / *ev;
+  return Fmt("ember %.2fx", ratio) + (m.higher_is_faster ? "" : " faster");
+}
+
+std::optional<std::string> MetricChart(const std::map<std::string, std::map<std::string, EvalRow>>& models,
+                                       const Metric& m, const std::string& title) {
+  BarChart chart{title + ": " + m.title, std::string(m.title) + " " + m.unit, StacksIn(models), {}};
+  bool any = false;
+  for (const auto& [key, stacks] : models) {
+    BarGroup g{BaseName(stacks.begin()->second.model_path), RatioNote(stacks, m), {}};
+    for (const auto& st : chart.series) {
+      auto it = stacks.find(st);
+      if (it == stacks.end()) continue;
+      const EvalRow& r = it->second;
+      Bar b{st, (r.*m.field).value_or(std::nan("")), std::nullopt, std::nullopt, "", Unstable(r) || PreflightFailed(r)};
+      any |= (r.*m.field).has_value();
+      if (auto range = SampleRange(r.samples, m.key)) b.lo = range->first, b.hi = range->second;
+      if (std::isfinite(b.value)) {
+        b.label = Fmt(b.value >= 100 ? "%.0f" : "%.1f", b.value);
+        if (r.tag.value_or("") == "stabilized") b.label += " s";
+        if (Unstable(r)) b.label += " ?";
+        if (PreflightFailed(r)) b.label += " \u2021";
+      }
+      g.bars.push_back(std::move(b));
+    }
+    chart.groups.push_back(std::move(g));
+  }
+  if (!any) return std::nullopt;
+  return RenderBarChart(chart);
+}
+
+std::string Opt(const std::optional<double>& v, const char* fmt) { return v ? Fmt(fmt, *v) : "-"; }
+
+std::string TableRows(const std::map<std::string, std::map<std::string, EvalRow>>& models) {
+  std::string t =
+      "| model | stack | version | prefill tok/s | decode tok/s | TTFT ms | peak RSS MB | runs | spread | tag | commit |\n"
+      "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|\n";
+  for (const auto& [key, stacks] : models)
+    for (const auto& [st, r] : stacks) {
+      std::string tag = r.tag.value_or("-") + (PreflightFailed(r) ? " \u2021" : "");
+      std::optional<double> rss;
+      if (r.peak_rss_bytes) rss = static_cast<double>(*r.peak_rss_bytes) / (1024.0 * 1024.0);
+      t += "| " + BaseName(r.model_path) + " | " + st + " | " + r.stack_version.value_or("-") + " | " +
+           Opt(r.prefill_tok_s, "%.1f") + " | " + Opt(r.decode_tok_s, "%.2f") + " | " + Opt(r.ttft_ms, "%.1f") + " | " +
+           Opt(rss, "%.0f") + " | " + (r.n_runs ? std::to_string(*r.n_runs) : "-") + " | " + Opt(r.spread, "%.3f") +
+           " | " + tag + " | " + r.ember_commit.substr(0, 10) + (r.ember_dirty ? "+dirty" : "") + " |\n";
+    }
+  return t;
+}
+
+std::string SectionTitle(const SectionKey& k) {
+  std::string t = k.leg + " leg, " + std::to_string(k.threads) + " threads";
+  if (k.pp || k.tg) t += ", pp" + std::to_string(k.pp) + " tg" + std::to_string(k.tg);
+  return t;
+}
+
+std::string Slug(const SectionKey& k) {
+  return k.leg + "-t" + std::to_string(k.threads) + "-pp" + std::to_string(k.pp) + "-tg" + std::to_string(k.tg);
+}
+
+void AddBarSections(const Cells& cells, const ReportOptions& o, ReportFiles& out) {
+  for (const auto& [sec, models] : cells) {
+    out.markdown += "## " + SectionTitle(sec) + "\n\n";
+    for (const Metric& m : kMetrics) {
+      auto svg = MetricChart(models, m, SectionTitle(sec));
+      if (!svg) continue;
+      std::string name = Slug(sec) + "-" + m.key + ".svg";
+      out.svgs.emplace_back(name, *svg);
+      out.markdown += "![" + SectionTitle(sec) + ": " + m.title + "](" + o.plots_dir + "/" + name + ")\n\n";
+    }
+    out.markdown += TableRows(models) + "\n";
+  }
+}
+
+void AddTurnSections(const std::vector<EvalRow>& rows, const ReportOptions& o, ReportFiles& out) {
+  // model -> "stack leg" -> turn -> latest TTFT
+  std::map<std::string, std::map<std::string, std::map<int64_t, double>>> per_model;
+  std::map<std::string, std::string> names;
+  for (const auto& r : rows) {
+    if (!r.turn || !r.ttft_ms) continue;
+    per_model[ModelKey(r)][r.stack + " " + r.leg][*r.turn] = *r.ttft_ms;
+    names[ModelKey(r)] = BaseName(r.model_path);
+  }
+  if (per_model.empty()) return;
+  out.markdown += "## Cache legs: TTFT per turn\n\n";
+  int n = 0;
+  for (const auto& [key, series] : per_model) {
+    LineChart chart{"TTFT per turn: " + names[key], "turn", "TTFT ms (lower is faster)", {}};
+    for (const auto& [label, turns] : series) {
+      LineSeries s{label, {}, {}};
+      for (const auto& [turn, ttft] : turns) s.x.push_back(static_cast<double>(turn)), s.y.push_back(ttft);
+      chart.series.push_back(std::move(s));
+    }
+    std::string name = "turns-" + std::to_string(n++) + ".svg";
+    out.svgs.emplace_back(name, RenderLineChart(chart));
+    out.markdown += "![TTFT per turn: " + names[key] + "](" + o.plots_dir + "/" + name + ")\n\n";
+  }
+}
+
+std::string MachineLine(const std::vector<EvalRow>& rows) {
+  nlohmann::json s = nlohmann::json::parse(rows.back().machine_state, nullptr, false);
+  if (s.is_discarded() || !s.is_object()) return "";
+  // h2h stores {"before": preflight, "after": preflight}; a bare preflight JSON is accepted too.
+  if (s.contains("before") && s["before"].is_object()) s = s["before"];
+  if (!s.contains("machine") || !s["machine"].is_object()) return "";
+  const auto& m = s["machine"];
+  return "Machine (latest row): " + m.value("cpu_model", std::string("?")) + ", " +
+         std::to_string(m.value("cores", 0)) + " cores, " + std::to_string(m.value("ram_mb", 0)) +
+         " MB RAM, kernel " + m.value("kernel", std::string("?")) + ", governor " +
+         m.value("governor", std::string("?")) + ".\n\n";
+}
+
+}  // namespace
+
+std::optional<std::pair<double, double>> SampleRange(const std::string& samples_json, const std::string& metric) {
+  nlohmann::json s = nlohmann::json::parse(samples_json, nullptr, false);
+  if (s.is_discarded() || !s.is_array()) return std::nullopt;
+  std::optional<std::pair<double, double>> r;
+  for (const auto& run : s) {
+    if (!run.is_object() || !run.contains(metric) || !run[metric].is_number()) continue;
+    double v = run[metric].get<double>();
+    r = r ? std::make_pair(std::min(r->first, v), std::max(r->second, v)) : std::make_pair(v, v);
+  }
+  return r;
+}
+
+ReportFiles BuildReport(const std::vector<EvalRow>& rows, const ReportOptions& o) {
+  ReportFiles out;
+  out.markdown = "# ember benchmark report\n\nGenerated " + o.generated_at + " from `" + o.source + "` (" +
+                 std::to_string(rows.size()) + " rows; the latest row of each cell is shown).\n\n";
+  if (rows.empty()) {
+    out.markdown += "No rows yet: run `ember h2h` first.\n";
+    return out;
+  }
+  out.markdown += MachineLine(rows);
+  out.markdown +=
+      "Tags: `stable` runs agreed within 1.15x; `stabilized` needed extra rounds and reports the median of "
+      "the 3 fastest (marked s); `unstable` never settled and its verdict is withheld (faded, marked ?). "
+      "\u2021 = the machine failed preflight: the row counts for paired ratios, never for absolute figures "
+      "(faded). Whiskers span the fastest and slowest run. Ratios are ember vs llama.cpp; above 1 means ember "
+      "is faster.\n\n";
+  AddBarSections(LatestCells(rows, false), o, out);
+  AddTurnSections(rows, o, out);
+  return out;
+}
+
+std::string PlotsDirFor(const std::string& out_md) {
+  std::filesystem::path p(out_md);
+  return p.stem().string() + "-plots";
+}
+
+Status WriteReport(const ReportFiles& files, const std::string& out_md, const std::string& plots_dir) {
+  namespace fs = std::filesystem;
+  const fs::path md(out_md);
+  const fs::path dir = md.parent_path() / plots_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IoError("create " + dir.string() + ": " + ec.message());
+  auto write = [](const fs::path& p, const std::string& text) -> Status {
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.close();
+    return f ? Status::Ok() : IoError("write " + p.string());
+  };
+  for (const auto& [name, svg] : files.svgs) EMBER_RETURN_IF_ERROR(write(dir / name, svg));
+  return write(md, files.markdown);
+}
+
+}  // namespace ember::bench

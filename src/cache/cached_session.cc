@@ -1,0 +1,98 @@
+#include "cache/cached_session.h"
+
+#include <chrono>
+
+#include "cache/kv_entry_state.h"
+
+namespace ember {
+namespace {
+
+std::vector<const void*> BlockIds(const KvState& kv) {
+  std::vector<const void*> ids;
+  kv.ForEachBlock([&](const void* id, size_t) { ids.push_back(id); });
+  return ids;
+}
+
+// Bytes of adopted blocks the sequence no longer shares: the copy-on-write copies its extension made.
+uint64_t CopiedBytes(const std::vector<const void*>& adopted, const KvState& kv) {
+  const std::vector<const void*> now = BlockIds(kv);
+  uint64_t copied = 0;
+  for (size_t i = 0; i < adopted.size() && i < now.size(); ++i) {
+    if (now[i] != adopted[i]) copied += kv.config().block_bytes();
+  }
+  return copied;
+}
+
+}  // namespace
+
+CachedSession::CachedSession(Engine& engine, PromptCache* cache, CachedSessionOptions options)
+    : engine_(engine), cache_(cache), opts_(std::move(options)) {}
+
+double CachedSession::Now() const {
+  if (opts_.now_s) return opts_.now_s();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+StatusOr<CachedSession::Prepared> CachedSession::Prepare(const SessionRequest& req, SessionResult* result) {
+  if (req.prompt.empty()) return InvalidArgument("cached session: empty prompt");
+  const std::span<const int32_t> prompt(req.prompt);
+  const int64_t L = static_cast<int64_t>(prompt.size());
+  Prepared out;
+  EMBER_ASSIGN_OR_RETURN(out.seq, engine_.NewSequence());
+  result->prompt_tokens = L;
+  if (!caching(req)) {
+    if (cache_ != nullptr && cache_->enabled()) cache_->NoteBypass(L);
+    return out;
+  }
+  EMBER_ASSIGN_OR_RETURN(CacheHit hit, cache_->Lookup(prompt, req.ns));
+  if (hit.p > 0) {
+    auto* kv_view = dynamic_cast<KvEntryState*>(hit.view.get());
+    if (kv_view == nullptr) return Internal("cached session: cache entry is not a KV state");
+    out.adopted_blocks = BlockIds(kv_view->kv());
+    EMBER_RETURN_IF_ERROR(out.seq->Adopt(std::move(*kv_view).Take(), {prompt.begin(), prompt.begin() + hit.p}));
+    out.pending = static_cast<size_t>(hit.p);
+    result->cached_tokens = hit.p;
+  }
+  if (L - hit.p >= opts_.snapshot_min_tokens) {
+    // Split the cold prefill at L - 1 so the prompt-only state really exists at that offset (§2.5).
+    const auto head = prompt.subspan(out.pending, static_cast<size_t>(L - 1) - out.pending);
+    EMBER_RETURN_IF_ERROR(engine_.Prefill(*out.seq, head, 0, req.generate.cancel).status());
+    out.pending = static_cast<size_t>(L - 1);
+    EMBER_ASSIGN_OR_RETURN(auto snap, SnapshotKv(out.seq->kv(), L - 1));
+    EMBER_RETURN_IF_ERROR(cache_->Insert({prompt.begin(), prompt.end() - 1}, std::move(snap), req.ns));
+    result->snapshot_stored = true;
+  }
+  return out;
+}
+
+StatusOr<int64_t> CachedSession::PutBack(const Sequence& seq, const std::string& ns) {
+  if (cache_ == nullptr || !cache_->enabled() || seq.n_pos() == 0) return int64_t{0};
+  EMBER_ASSIGN_OR_RETURN(auto state, SnapshotKv(seq.kv(), seq.n_pos()));
+  EMBER_RETURN_IF_ERROR(cache_->Insert(seq.tokens(), std::move(state), ns));
+  return seq.n_pos();
+}
+
+StatusOr<SessionResult> CachedSession::Generate(const SessionRequest& req, const TokenCallback& on_token) {
+  const double t0 = Now();
+  SessionResult r;
+  EMBER_ASSIGN_OR_RETURN(Prepared prep, Prepare(req, &r));
+  bool first = true;
+  auto timed = [&](int32_t tok) {
+    if (first) {
+      r.ttft_s = Now() - t0;
+      first = false;
+    }
+    return on_token ? on_token(tok) : true;
+  };
+  const std::span<const int32_t> rest = std::span<const int32_t>(req.prompt).subspan(prep.pending);
+  EMBER_ASSIGN_OR_RETURN(r.gen, engine_.Generate(*prep.seq, rest, req.generate, timed));
+  r.prefilled_tokens = r.prompt_tokens - r.cached_tokens;
+  r.cow_bytes_copied = CopiedBytes(prep.adopted_blocks, prep.seq->kv());
+  if (caching(req)) {
+    cache_->NoteCopiedBytes(r.cow_bytes_copied);
+    EMBER_ASSIGN_OR_RETURN(r.entry_tokens, PutBack(*prep.seq, req.ns));
+  }
+  return r;
+}
+
+}  // namespace ember

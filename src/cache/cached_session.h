@@ -1,0 +1,77 @@
+// A request through the engine with the prompt cache in front of it (spec/cache.md §2):
+//
+//   1. Lookup(prompt, ns) -> view at p (or a miss); the sequence adopts the view (zero copy).
+//   2. If the part still to prefill, L - p, is >= snapshot_min_tokens: prefill up to L - 1, store that
+//      prompt-only state as its own entry (§2.5), then go on. Otherwise nothing is split.
+//   3. Engine::Generate forwards the rest of the prompt, samples and decodes.
+//   4. The sequence's exact state goes back into the cache: prompt + every generated token that was
+//      forwarded (an EOS forwarded before it was read is in; a token sampled but never forwarded, the
+//      last one or one a stop rejected, is not — Sequence::tokens() is the truth, never the sample list).
+//
+// Thread-safety: Generate/Prepare/PutBack may run concurrently from many threads, each request on its
+// own Sequence; the engine serialises forward passes, the cache serialises its index, and KV blocks
+// shared with the cache are never written (copy-on-write). The engine and cache must outlive this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/prompt_cache.h"
+#include "engine/engine.h"
+
+namespace ember {
+
+struct SessionRequest {
+  std::vector<int32_t> prompt;    // templated and tokenized; not empty
+  std::string ns;                 // CacheNamespace::Key()
+  bool bypass_cache = false;      // tokens do not identify the content (image placeholders): no lookup, no insert
+  GenerateOptions generate;
+};
+
+struct SessionResult {
+  GenerateResult gen;             // the engine's result (generated tokens, stop reason, its own timings)
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;      // prompt positions adopted from the cache
+  int64_t prefilled_tokens = 0;   // prompt positions this request forwarded
+  bool snapshot_stored = false;   // a prompt-boundary entry at L - 1 was inserted
+  double ttft_s = 0;              // request start (before the lookup) -> first token sampled
+  uint64_t cow_bytes_copied = 0;  // bytes of adopted blocks that extending the view copied
+  int64_t entry_tokens = 0;       // length of the entry put back (0: none)
+};
+
+struct CachedSessionOptions {
+  int64_t snapshot_min_tokens = 256;
+  std::function<double()> now_s;  // clock in seconds (tests inject one); null: steady_clock
+};
+
+class CachedSession {
+ public:
+  // cache may be null (no caching).
+  CachedSession(Engine& engine, PromptCache* cache, CachedSessionOptions options = {});
+
+  StatusOr<SessionResult> Generate(const SessionRequest& req, const TokenCallback& on_token);
+
+  // Steps 1-2 alone: a sequence holding prompt[0, pending) with pending < len(prompt); the caller
+  // forwards prompt[pending, L). Fills cached_tokens, snapshot_stored and the adopted block ids.
+  struct Prepared {
+    std::unique_ptr<Sequence> seq;
+    size_t pending = 0;
+    std::vector<const void*> adopted_blocks;
+  };
+  StatusOr<Prepared> Prepare(const SessionRequest& req, SessionResult* result);
+  // Step 4: inserts seq's exact state. Returns the entry length.
+  StatusOr<int64_t> PutBack(const Sequence& seq, const std::string& ns);
+
+ private:
+  double Now() const;
+  bool caching(const SessionRequest& req) const { return cache_ != nullptr && cache_->enabled() && !req.bypass_cache; }
+
+  Engine& engine_;
+  PromptCache* cache_;
+  CachedSessionOptions opts_;
+};
+
+}  // namespace ember

@@ -1,0 +1,134 @@
+// `ember h2h`: ember vs llama.cpp, cell by cell, stored in the eval DB (method: src/bench/h2h.h).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "bench/h2h.h"
+#include "bench/preflight.h"
+#include "bench/prompt_tokens.h"
+#include "cli/command.h"
+
+namespace ember::cli {
+namespace {
+
+struct H2hArgs {
+  bench::H2hConfig cfg;
+  std::vector<std::string> legs = {"direct"};
+  std::vector<std::string> stacks = {"ember", "llama.cpp"};
+  std::string db, node = "node", peer_runner = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/runner.mjs";
+  double timeout_s = 900;
+  bool json = false, no_warmup = false, no_preflight = false;
+  bench::PreflightLimits limits;
+};
+
+std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string SelfBinary() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("ember") : (p.parent_path() / "ember").string();
+}
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int RunH2hCommand(H2hArgs& a) {
+  for (const auto& l : a.legs) {
+    auto leg = bench::ParseLeg(l);
+    if (!leg) {
+      std::fprintf(stderr, "ember h2h: unknown leg '%s'\n", l.c_str());
+      return 2;
+    }
+    a.cfg.legs.push_back(*leg);
+  }
+  a.cfg.warmup = !a.no_warmup;
+  const std::string db_path = a.db.empty() ? bench::DefaultEvalDbPath(EnvOr("XDG_DATA_HOME"), EnvOr("HOME")) : a.db;
+  auto db = bench::EvalDb::Open(db_path);
+  if (!db.ok()) {
+    std::fprintf(stderr, "ember h2h: %s\n", db.status().ToString().c_str());
+    return 2;
+  }
+  const std::string ember = SelfBinary();
+  std::vector<std::unique_ptr<bench::StackRunner>> owned;
+  for (const auto& s : a.stacks) {
+    if (s == "ember") owned.push_back(bench::MakeEmberRunner(ember, a.timeout_s));
+    else if (s == "llama.cpp") owned.push_back(bench::MakeLlamaCppRunner(a.node, a.peer_runner, a.timeout_s));
+    else {
+      std::fprintf(stderr, "ember h2h: unknown stack '%s' (ember, llama.cpp)\n", s.c_str());
+      return 2;
+    }
+  }
+  bench::H2hEnv env;
+  for (auto& s : owned) env.stacks.push_back(s.get());
+  env.db = db->get();
+  env.tokenize = [ember](const std::string& model, int n) { return bench::TokenizeWithEmber(ember, model, n); };
+  if (!a.no_preflight) {
+    env.preflight = [&a]() {
+      auto r = bench::RunPreflight(a.limits, {});
+      if (!r.ok()) return bench::PreflightSnapshot{false, {{"error", r.status().ToString()}}};
+      return bench::PreflightSnapshot{r->ok, bench::PreflightToJson(*r)};
+    };
+  }
+  env.now = bench::UtcNowIso;
+  env.revision = bench::ReadSourceRevision(EMBER_SOURCE_DIR);
+  const int units = static_cast<int>(a.cfg.models.size() * a.cfg.legs.size() * owned.size()) *
+                    (a.cfg.rounds + (a.cfg.warmup ? 1 : 0));
+  bench::Progress progress(units, ::isatty(STDERR_FILENO) != 0, stderr, NowSeconds);
+  env.progress = &progress;
+  env.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  auto summary = bench::RunH2h(a.cfg, env);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "ember h2h: %s\n", summary.status().ToString().c_str());
+    return 2;
+  }
+  if (a.json) {
+    std::cout << bench::H2hSummaryToJson(*summary).dump(2) << "\n";
+  } else {
+    for (const auto& c : summary->cells)
+      std::cout << c.model << "  " << c.stack << "  " << c.leg << "  " << c.status
+                << (c.tag ? std::string("  [") + bench::StabilityTagName(*c.tag) + "]" : "") << "\n";
+    std::cout << summary->stored << " stored, " << summary->skipped << " skipped, " << summary->failed
+              << " failed -> " << db_path << "\n";
+  }
+  return summary->failed == 0 ? 0 : 1;
+}
+
+void SetupH2h(CLI::App& app, std::function<void(int)> set_exit) {
+  auto a = std::make_shared<H2hArgs>();
+  a->cfg.legs.clear();
+  a->cfg.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CLI::App* cmd = app.add_subcommand("h2h", "Head-to-head benchmark: ember vs llama.cpp, stored in the eval DB");
+  cmd->add_option("models", a->cfg.models, "GGUF model files")->required();
+  cmd->add_option("--legs", a->legs, "Legs to run (direct; served and cache legs are planned)")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--stacks", a->stacks, "Stacks in interleaving order")->delimiter(',')->capture_default_str();
+  cmd->add_option("--threads", a->cfg.threads, "Threads for every stack")->capture_default_str();
+  cmd->add_option("--pp", a->cfg.prompt_tokens, "Prompt tokens")->capture_default_str();
+  cmd->add_option("--tg", a->cfg.gen_tokens, "Generated tokens")->capture_default_str();
+  cmd->add_option("--rounds", a->cfg.rounds, "Measured rounds per cell (median of N)")->capture_default_str();
+  cmd->add_flag("--redo", a->cfg.redo, "Measure cells already in the DB for this commit again");
+  cmd->add_flag("--no-warmup", a->no_warmup, "Skip the discarded warm-up round (not for published numbers)");
+  cmd->add_flag("--no-preflight", a->no_preflight, "Skip preflight snapshots (rows then carry no machine state)");
+  cmd->add_option("--allow-cmd", a->limits.allow_cmds, "Preflight: exact command tolerated for CPU use");
+  cmd->add_option("--db", a->db, "Eval DB file (default $XDG_DATA_HOME/ember/evals.sqlite)");
+  cmd->add_option("--node", a->node, "node executable for the llama.cpp peer")->capture_default_str();
+  cmd->add_option("--peer-runner", a->peer_runner, "The peer's runner.mjs")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Seconds one round may take")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print the cell summary as JSON");
+  cmd->callback([a, set_exit]() { set_exit(RunH2hCommand(*a)); });
+}
+
+}  // namespace
+
+EMBER_REGISTER_COMMAND("h2h", SetupH2h);
+
+}  // namespace ember::cli

@@ -1,0 +1,123 @@
+// ember inspect FILE: metadata (long arrays summarized), tensor table, and derived sizes.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "format/gguf.h"
+#include "format/model_summary.h"
+
+namespace ember::cli {
+namespace {
+
+using nlohmann::json;
+constexpr uint64_t kShownElems = 8;  // long arrays print their length and first elements only
+
+json ScalarJson(const GgufValue& v) {
+  switch (v.type) {
+    case GgufType::kU8: case GgufType::kU16: case GgufType::kU32: case GgufType::kU64: return v.u;
+    case GgufType::kI8: case GgufType::kI16: case GgufType::kI32: case GgufType::kI64: return v.i;
+    case GgufType::kF32: case GgufType::kF64: return v.f;
+    case GgufType::kBool: return v.u != 0;
+    case GgufType::kString: return std::string(v.str);
+    default: return nullptr;
+  }
+}
+
+json ValueJson(const GgufFile& f, const std::string& key, const GgufValue& v, bool full) {
+  if (v.type != GgufType::kArray) return ScalarJson(v);
+  json items = json::array();
+  const uint64_t shown = full ? v.count : std::min(v.count, kShownElems);
+  if (v.elem_type == GgufType::kString) {
+    for (uint64_t k = 0; k < shown; ++k) items.push_back(std::string(v.strings[k]));
+  } else if (auto ints = f.IntArray(key); ints.ok()) {
+    items = json(std::vector<int64_t>(ints->begin(), ints->begin() + shown));
+  } else if (auto fl = f.F32Array(key); fl.ok()) {
+    items = json(std::vector<float>(fl->begin(), fl->begin() + shown));
+  }
+  if (full || v.count <= kShownElems) return items;
+  return json{{"type", std::string("array of ") + GgufTypeName(v.elem_type)}, {"length", v.count}, {"head", items}};
+}
+
+json SummaryJson(const ModelSummary& s) {
+  return {{"arch", s.arch}, {"n_params", s.n_params}, {"weight_bytes", s.weight_bytes}, {"file_type", s.file_type},
+          {"n_layer", s.n_layer}, {"n_embd", s.n_embd}, {"n_head", s.n_head}, {"n_head_kv", s.n_head_kv},
+          {"head_dim", s.head_dim}, {"n_ctx", s.n_ctx}, {"n_vocab", s.n_vocab},
+          {"kv_bytes_per_token_f16", s.kv_bytes_per_token_f16},
+          {"decode_weight_bytes_per_token", s.decode_bytes_per_token}};
+}
+
+std::string Human(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) { bytes /= 1024; ++u; }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+void PrintHuman(const GgufFile& f, const ModelSummary& s, bool full) {
+  std::cout << f.name() << ": GGUF v" << f.version() << ", " << f.metadata().size() << " metadata keys, "
+            << f.tensors().size() << " tensors, alignment " << f.alignment() << ", data at byte " << f.data_offset()
+            << "\n\nmetadata:\n";
+  for (const auto& [key, v] : f.metadata()) {
+    std::string text = ValueJson(f, key, v, full).dump(-1, ' ', false, json::error_handler_t::replace);
+    if (!full && text.size() > 160) text = text.substr(0, 157) + "...";
+    std::cout << "  " << key << " = " << text << "\n";
+  }
+  std::cout << "\ntensors:\n";
+  for (const auto& t : f.tensors()) {
+    std::ostringstream shape;
+    for (uint32_t d = 0; d < t.n_dims; ++d) shape << (d ? " x " : "") << t.ne[d];
+    std::printf("  %-32s %-6s %-22s %12s\n", t.name.c_str(), GgmlTypeName(t.type), shape.str().c_str(),
+                Human(static_cast<double>(t.n_bytes)).c_str());
+  }
+  std::cout << "\nsummary:\n  arch " << s.arch << ", file type " << s.file_type << ", " << s.n_params << " parameters ("
+            << s.n_params / 1e6 << " M), weights " << Human(static_cast<double>(s.weight_bytes)) << "\n  layers "
+            << s.n_layer << ", embd " << s.n_embd << ", heads " << s.n_head << "/" << s.n_head_kv << " (head dim "
+            << s.head_dim << "), context " << s.n_ctx << ", vocab " << s.n_vocab << "\n  KV per token at f16: "
+            << Human(static_cast<double>(s.kv_bytes_per_token_f16)) << "; weights read per decoded token: "
+            << Human(static_cast<double>(s.decode_bytes_per_token)) << "\n";
+}
+
+int Run(const std::string& path, bool as_json, bool full) {
+  auto file = GgufFile::Open(path);
+  if (!file.ok()) {
+    std::cerr << "ember inspect: " << file.status().ToString() << "\n";
+    return 1;
+  }
+  const GgufFile& f = **file;
+  const ModelSummary s = Summarize(f);
+  if (!as_json) {
+    PrintHuman(f, s, full);
+    return 0;
+  }
+  json meta = json::object();
+  for (const auto& [key, v] : f.metadata()) meta[key] = ValueJson(f, key, v, full);
+  json tensors = json::array();
+  for (const auto& t : f.tensors())
+    tensors.push_back({{"name", t.name}, {"type", GgmlTypeName(t.type)},
+                       {"shape", std::vector<uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims)},
+                       {"bytes", t.n_bytes}, {"offset", f.data_offset() + t.offset}});
+  json out = {{"file", path}, {"version", f.version()}, {"alignment", f.alignment()},
+              {"data_offset", f.data_offset()}, {"metadata", meta}, {"tensors", tensors}, {"summary", SummaryJson(s)}};
+  std::cout << out.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  return 0;
+}
+
+void Setup(CLI::App& app, std::function<void(int)> set_exit) {
+  struct Args { std::string path; bool json = false, full = false; };
+  auto a = std::make_shared<Args>();
+  auto* c = app.add_subcommand("inspect", "Show a GGUF file's metadata, tensors and derived sizes");
+  c->add_option("FILE", a->path, "GGUF model file")->required();
+  c->add_flag("--json", a->json, "Machine-readable output");
+  c->add_flag("--full", a->full, "Print long arrays in full");
+  c->callback([a, set_exit] { set_exit(Run(a->path, a->json, a->full)); });
+}
+
+EMBER_REGISTER_COMMAND("inspect", Setup);
+
+}  // namespace
+}  // namespace ember::cli

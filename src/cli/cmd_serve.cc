@@ -1,0 +1,110 @@
+// `ember serve MODEL` / `ember serve --fake`: the OpenAI- and Anthropic-compatible HTTP server.
+// Every flag can also come from an EMBER_* environment variable (flag wins). SIGTERM/SIGINT drain.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cli/command.h"
+#include "server/engine_backend.h"
+#include "server/fake_backend.h"
+#include "server/http_server.h"
+
+namespace ember::cli {
+namespace {
+
+using server::ServeOptions;
+
+Status ReadKeyFile(const std::string& path, std::vector<std::string>* keys) {
+  std::ifstream in(path);
+  if (!in) return IoError("cannot read --api-key-file " + path);
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (!line.empty() && line[0] != '#') keys->push_back(line);
+  }
+  if (keys->empty()) return InvalidArgument("--api-key-file " + path + " holds no key");
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<server::InferenceBackend>> MakeBackend(const ServeOptions& o) {
+  if (o.fake) {
+    server::FakeBackend::Options f;
+    f.token_delay_ms = o.fake_token_delay_ms;
+    f.context_length = o.fake_context_length;
+    return std::unique_ptr<server::InferenceBackend>(std::make_unique<server::FakeBackend>(f));
+  }
+  if (o.model_path.empty()) return InvalidArgument("give a MODEL (GGUF file) or --fake");
+  return server::CreateEngineBackend(o);
+}
+
+// Runs until SIGTERM/SIGINT. The signals are blocked in every thread and taken here with sigwait, so no
+// work happens in a signal handler.
+int Serve(ServeOptions o, const std::string& key_file) {
+  if (!key_file.empty()) {
+    if (Status st = ReadKeyFile(key_file, &o.api_keys); !st.ok()) {
+      std::fprintf(stderr, "ember serve: %s\n", st.ToString().c_str());
+      return 2;
+    }
+  }
+  auto backend = MakeBackend(o);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
+    return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  server::HttpServer http(o, backend->get());
+  if (Status st = http.Start(); !st.ok()) {
+    std::fprintf(stderr, "ember serve: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  std::printf("ember: serving %s on http://%s:%d\n", http.context().model_id.c_str(), o.host.c_str(), http.port());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "ember serve: signal %d, draining (up to %.0f s)\n", sig, o.shutdown_timeout_s);
+  Status st = http.Shutdown();
+  std::fprintf(stderr, "ember serve: stopped; cache flush: %s\n", st.ok() ? "ok" : st.ToString().c_str());
+  return st.ok() ? 0 : 1;
+}
+
+void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI- and Anthropic-compatible HTTP API");
+  auto o = std::make_shared<ServeOptions>();
+  auto key_file = std::make_shared<std::string>();
+  cmd->add_option("MODEL", o->model_path, "GGUF model file")->envname("EMBER_MODEL");
+  cmd->add_flag("--fake", o->fake, "Serve the deterministic fake backend (no model; for tests)")->envname("EMBER_FAKE");
+  cmd->add_option("--host", o->host, "Address to bind")->capture_default_str()->envname("EMBER_HOST");
+  cmd->add_option("--port", o->port, "Port to bind (0 = any free port)")
+      ->capture_default_str()->check(CLI::Range(0, 65535))->envname("EMBER_PORT");
+  cmd->add_option("--api-key", o->api_keys, "Require this API key (repeatable)")->envname("EMBER_API_KEY");
+  cmd->add_option("--api-key-file", *key_file, "Read API keys, one per line, from this file")
+      ->check(CLI::ExistingFile)->envname("EMBER_API_KEY_FILE");
+  cmd->add_option("--cors-origin", o->cors_origins, "Allow this browser origin beyond localhost (repeatable; * = any)")
+      ->envname("EMBER_CORS_ORIGIN");
+  cmd->add_option("--model-alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
+  cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body (413 beyond)")
+      ->capture_default_str()->check(CLI::PositiveNumber)->envname("EMBER_MAX_BODY_BYTES");
+  cmd->add_option("--max-queue", o->max_queue, "Generations allowed to wait (429 beyond)")
+      ->capture_default_str()->envname("EMBER_MAX_QUEUE");
+  cmd->add_option("--http-threads", o->http_threads, "Connection worker threads")
+      ->capture_default_str()->check(CLI::Range(2, 4096))->envname("EMBER_HTTP_THREADS");
+  cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s, "Seconds in-flight work may take on SIGTERM/SIGINT")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SHUTDOWN_TIMEOUT");
+  cmd->add_option("--fake-token-delay-ms", o->fake_token_delay_ms, "Fake backend: sleep per token")
+      ->capture_default_str()->check(CLI::Range(0, 10000))->envname("EMBER_FAKE_TOKEN_DELAY_MS");
+  cmd->add_option("--fake-context-length", o->fake_context_length, "Fake backend: context length in tokens")
+      ->capture_default_str()->check(CLI::Range(16, 1 << 24))->envname("EMBER_FAKE_CONTEXT_LENGTH");
+  cmd->callback([o, key_file, set_exit] { set_exit(Serve(*o, *key_file)); });
+}
+
+}  // namespace
+
+EMBER_REGISTER_COMMAND("serve", SetupServe);
+
+}  // namespace ember::cli

@@ -1,0 +1,110 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "tokenizer/tokenizer_spec.h"
+
+namespace ember {
+
+const char* StopReasonName(StopReason r) {
+  switch (r) {
+    case StopReason::kEog: return "eog";
+    case StopReason::kLength: return "length";
+    case StopReason::kCancelled: return "cancelled";
+    case StopReason::kCallback: return "callback";
+  }
+  return "unknown";
+}
+
+Status Sequence::Adopt(KvState state, std::vector<int32_t> tokens) {
+  const KvConfig& a = state.config();
+  const KvConfig& b = kv_.config();
+  if (a.n_layer != b.n_layer || a.n_kv_head != b.n_kv_head || a.head_dim_k != b.head_dim_k ||
+      a.head_dim_v != b.head_dim_v || a.dtype != b.dtype || a.block_size != b.block_size) {
+    return InvalidArgument("sequence: adopted KV state has a different geometry or dtype");
+  }
+  if (static_cast<int64_t>(tokens.size()) != state.n_pos()) {
+    return InvalidArgument("sequence: " + std::to_string(tokens.size()) + " tokens for a state of " +
+                           std::to_string(state.n_pos()) + " positions");
+  }
+  if (state.n_pos() > fwd_.max_ctx()) return InvalidArgument("sequence: adopted state exceeds the context");
+  kv_ = std::move(state);
+  tokens_ = std::move(tokens);
+  return Status::Ok();
+}
+
+Status Sequence::TrimTo(int64_t p) {
+  EMBER_RETURN_IF_ERROR(kv_.TrimTo(p));
+  tokens_.resize(static_cast<size_t>(p));
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const EngineOptions& options) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->opts_ = options;
+  EMBER_ASSIGN_OR_RETURN(e->model_, Model::Load(path));
+  if (options.load_tokenizer) {
+    EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec, TokenizerSpecFromGguf(e->model_->gguf()));
+    EMBER_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::Create(spec));
+  }
+  if (e->opts_.threads <= 0) e->opts_.threads = kernels::PhysicalCoreCount();
+  if (e->opts_.ubatch <= 0) e->opts_.ubatch = 512;
+  if (e->opts_.n_ctx <= 0) e->opts_.n_ctx = std::min<int64_t>(e->model_->config().n_ctx_train, 32768);
+  EMBER_RETURN_IF_ERROR(KvConfig(e->kv_config()).Validate());
+  e->pool_ = std::make_unique<kernels::ThreadPool>(e->opts_.threads);
+  return e;
+}
+
+StatusOr<std::unique_ptr<Sequence>> Engine::NewSequence(bool all_logits) const {
+  EMBER_ASSIGN_OR_RETURN(KvState kv, KvState::Create(kv_config()));
+  ForwardOptions fo;
+  // Evaluate keeps a full logits row per ubatch token; cap its ubatch to bound that buffer.
+  fo.max_ubatch = all_logits ? std::min<int64_t>(opts_.ubatch, 64) : opts_.ubatch;
+  fo.max_ctx = opts_.n_ctx;
+  fo.all_logits = all_logits;
+  fo.max_threads = opts_.threads;
+  return std::unique_ptr<Sequence>(new Sequence(std::move(kv), *model_, fo));
+}
+
+Status Engine::Forward(Sequence& seq, std::span<const int32_t> tokens, LogitsMode mode) {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  EMBER_RETURN_IF_ERROR(seq.fwd_.Run(seq.kv_, tokens.data(), static_cast<int64_t>(tokens.size()), mode, *pool_));
+  seq.tokens_.insert(seq.tokens_.end(), tokens.begin(), tokens.end());
+  return Status::Ok();
+}
+
+StatusOr<const float*> Engine::Prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch,
+                                       const std::atomic<bool>* cancel) {
+  if (tokens.empty()) return InvalidArgument("prefill: no tokens");
+  const int64_t chunk = std::min(ubatch > 0 ? ubatch : opts_.ubatch, seq.fwd_.max_ubatch());
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  for (int64_t i = 0; i < n; i += chunk) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return FailedPrecondition("prefill: cancelled");
+    }
+    const int64_t len = std::min(chunk, n - i);
+    EMBER_RETURN_IF_ERROR(Forward(seq, tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(len)),
+                                  i + len == n ? LogitsMode::kLast : LogitsMode::kNone));
+  }
+  return seq.last_logits();
+}
+
+StatusOr<const float*> Engine::Decode(Sequence& seq, int32_t token) {
+  EMBER_RETURN_IF_ERROR(Forward(seq, std::span<const int32_t>(&token, 1), LogitsMode::kLast));
+  return seq.last_logits();
+}
+
+Status Engine::Evaluate(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch, std::vector<float>* out) {
+  const int64_t chunk = std::min(ubatch > 0 ? ubatch : opts_.ubatch, seq.fwd_.max_ubatch());
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t nv = model_->config().n_vocab;
+  for (int64_t i = 0; i < n; i += chunk) {
+    const int64_t len = std::min(chunk, n - i);
+    EMBER_RETURN_IF_ERROR(
+        Forward(seq, tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(len)), LogitsMode::kAll));
+    out->insert(out->end(), seq.last_logits(), seq.last_logits() + len * nv);
+  }
+  return Status::Ok();
+}
+
+}  // namespace ember

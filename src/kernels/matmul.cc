@@ -1,0 +1,98 @@
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/act_quant.h"
+#include "kernels/dot_kernels.h"
+
+namespace ember::kernels {
+namespace {
+
+bool Supported(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
+    case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0:
+    case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Weight rows per cache block: a block of rows stays in L1/L2 while every token tile passes over it,
+// and a token tile stays in L1 while it meets every row of the block.
+constexpr int64_t kRowBlock = 16;
+
+// Runs fn over rows [o0, o1) x all tokens. Each (t, o) goes through exactly one fn call whose tile
+// composition cannot change its result (dot_kernels.h), so the blocking is free to vary.
+void RowRange(DotFn fn, const WeightView& w, const ActBatch& acts, int64_t n_tok, int64_t o0,
+              int64_t o1, float* y) {
+  ActRow tile[kMaxTile];
+  float out[kMaxTile];
+  for (int64_t ob = o0; ob < o1; ob += kRowBlock) {
+    const int64_t oe = std::min(o1, ob + kRowBlock);
+    for (int64_t t = 0; t < n_tok; t += kMaxTile) {
+      const int n = static_cast<int>(std::min<int64_t>(kMaxTile, n_tok - t));
+      for (int j = 0; j < n; ++j) tile[j] = acts.Row(t + j);
+      for (int64_t o = ob; o < oe; ++o) {
+        fn(w.data + o * w.row_bytes, w.n_in, tile, n, out);
+        for (int j = 0; j < n; ++j) y[(t + j) * w.n_out + o] = out[j];
+      }
+    }
+  }
+}
+
+// The activation buffer is reused across calls (owner thread only, like the pool) so steady-state
+// decode does not allocate.
+ActBatch& ScratchActs() {
+  thread_local ActBatch acts;
+  return acts;
+}
+
+}  // namespace
+
+Status CheckWeight(const WeightView& w) {
+  if (!Supported(w.type)) {
+    return Unimplemented(std::string("matmul: weight type ") + GgmlTypeName(w.type) + " not supported");
+  }
+  const uint32_t be = TypeInfo(w.type).block_elems;
+  if (w.n_in <= 0 || w.n_out <= 0 || w.n_in % be != 0) {
+    return InvalidArgument("matmul: bad shape n_in=" + std::to_string(w.n_in) + " n_out=" +
+                           std::to_string(w.n_out) + " for " + GgmlTypeName(w.type));
+  }
+  if (w.data == nullptr) return InvalidArgument("matmul: null weight data");
+  if (w.row_bytes < RowBytes(w.type, static_cast<uint64_t>(w.n_in))) {
+    return InvalidArgument("matmul: row_bytes " + std::to_string(w.row_bytes) + " < " +
+                           std::to_string(RowBytes(w.type, static_cast<uint64_t>(w.n_in))));
+  }
+  return Status::Ok();
+}
+
+const char* MatMulBackendName() { return Avx2DotFn(GgmlType::Q8_0) != nullptr ? "avx2" : "scalar"; }
+
+void MatMul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
+  if (n_tok <= 0) return;
+  DotFn fn = Avx2DotFn(w.type);
+  if (fn == nullptr) fn = ReferenceDotFn(w.type);
+  ActBatch& acts = ScratchActs();
+  acts.Resize(DotTypeOf(w.type), n_tok, w.n_in);
+  // Quantize each activation row once per call; rows are independent, so splitting them is free.
+  pool.ParallelFor(n_tok, [&](int64_t t0, int64_t t1, int) { acts.ConvertRows(x, t0, t1); });
+  pool.ParallelFor(w.n_out, [&](int64_t o0, int64_t o1, int) {
+    RowRange(fn, w, acts, n_tok, o0, o1, y);
+  });
+}
+
+void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* y) {
+  if (n_tok <= 0) return;
+  ActBatch acts;
+  acts.Convert(DotTypeOf(w.type), x, n_tok, w.n_in);
+  const DotFn fn = ReferenceDotFn(w.type);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const ActRow row = acts.Row(t);
+    for (int64_t o = 0; o < w.n_out; ++o) fn(w.data + o * w.row_bytes, w.n_in, &row, 1, &y[t * w.n_out + o]);
+  }
+}
+
+}  // namespace ember::kernels

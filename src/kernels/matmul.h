@@ -1,0 +1,50 @@
+// Matrix multiplication of a GGUF weight by a batch of activation rows: y = x · Wᵀ.
+//
+// Numerics mirror ggml's CPU backend so ember's logits track llama.cpp's: the activations are first
+// converted to the weight's "dot type" (see DotTypeOf in act_quant.h: Q8_0 blocks for Q8_0/Q4_0/Q5_0,
+// Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants, fp16-rounded for F16, bf16-rounded for BF16, plain f32
+// for F32), then each block's integer dot product is scaled by the block scales and accumulated in f32.
+//
+// Batch invariance (spec/cache.md §6): y[t, o] is bitwise identical whatever n_tok and whatever the
+// pool's thread count, because every (t, o) is computed by one fixed sequence of operations (same
+// SIMD lane split, same horizontal-reduction order) whether it is part of a prefill tile or a decode
+// step. MatMul (SIMD, runtime-dispatched) and MatMulReference (scalar) are bitwise identical too: the
+// scalar code emulates the SIMD lane order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/ggml_types.h"
+#include "kernels/thread_pool.h"
+#include "util/status.h"
+
+namespace ember::kernels {
+
+// A 2-D GGUF weight: ne[0] = n_in (contiguous), ne[1] = n_out. Row o starts at data + o * row_bytes.
+// Non-owning; the bytes (usually an mmap of the model file) must outlive every call that uses it.
+struct WeightView {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* data = nullptr;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  size_t row_bytes = 0;
+};
+
+// Validates a view once, at model load: supported type, n_in a positive multiple of the block size,
+// n_out > 0, row_bytes >= RowBytes(type, n_in), non-null data. MatMul assumes a checked view.
+Status CheckWeight(const WeightView& w);
+
+// y[t * n_out + o] = dot(row o of W, x[t * n_in .. + n_in]) for t in [0, n_tok), o in [0, n_out).
+// x: n_tok * n_in floats; y: n_tok * n_out floats (must not alias x). n_tok <= 0 does nothing.
+// Precondition: CheckWeight(w).ok(). Uses `pool` from its owner thread (see ThreadPool).
+void MatMul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
+
+// Scalar, single-threaded; bitwise identical to MatMul. For tests and as the fallback on CPUs
+// without AVX2+FMA+F16C.
+void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* y);
+
+// Which implementation MatMul dispatches to on this CPU: "avx2" or "scalar".
+const char* MatMulBackendName();
+
+}  // namespace ember::kernels

@@ -1,0 +1,109 @@
+#include "kernels/thread_pool.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+namespace ember::kernels {
+namespace {
+
+// ~50 µs of spinning (PAUSE is ~60 cycles on Zen 2+): long enough to bridge the gap between two kernels of one decode step, short
+// enough that an idle server does not burn a core.
+constexpr int kSpinIterations = 2000;
+
+inline void CpuRelax() { _mm_pause(); }
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  workers_.reserve(n_threads_ - 1);
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_.store(true, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::Partition(int64_t n, int parts, int i, int64_t* begin, int64_t* end) {
+  // The first n % parts ranges get one extra element: sizes differ by at most one.
+  const int64_t base = n / parts, extra = n % parts;
+  *begin = i * base + std::min<int64_t>(i, extra);
+  *end = *begin + base + (i < extra ? 1 : 0);
+}
+
+void ThreadPool::RunShare(int index) {
+  int64_t b = 0, e = 0;
+  Partition(job_n_, n_threads_, index, &b, &e);
+  if (b < e) (*job_fn_)(b, e, index);
+}
+
+void ThreadPool::ParallelFor(int64_t n, const RangeFn& fn) {
+  if (n <= 0) return;
+  if (n_threads_ == 1 || n == 1) {
+    fn(0, n, 0);
+    return;
+  }
+  job_fn_ = &fn;
+  job_n_ = n;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  {
+    // Incrementing under the mutex means a worker that checks the predicate under it cannot miss us.
+    std::lock_guard<std::mutex> lk(mu_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  RunShare(0);
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpinIterations) CpuRelax(); else std::this_thread::yield();
+  }
+}
+
+void ThreadPool::WorkerLoop(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    for (int spins = 0; g == seen && spins < kSpinIterations; ++spins) {
+      CpuRelax();
+      g = generation_.load(std::memory_order_acquire);
+    }
+    if (g == seen) {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      g = generation_.load(std::memory_order_acquire);
+    }
+    seen = g;
+    if (stop_.load(std::memory_order_acquire)) return;
+    RunShare(index);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+int PhysicalCoreCount() {
+  std::set<std::pair<std::string, std::string>> cores;
+  for (int cpu = 0; cpu < 4096; ++cpu) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream pkg(dir + "physical_package_id"), core(dir + "core_id");
+    if (!pkg || !core) {
+      if (cpu > 0) break;  // CPUs are numbered densely on Linux; the first gap ends the scan
+      continue;
+    }
+    std::string p, c;
+    pkg >> p;
+    core >> c;
+    cores.emplace(p, c);
+  }
+  if (!cores.empty()) return static_cast<int>(cores.size());
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace ember::kernels

@@ -1,0 +1,65 @@
+// A persistent pool of worker threads for data-parallel kernels.
+//
+// Threads are created once, in the constructor; ParallelFor hands work over with a spin-then-wait
+// handoff, so a decode step's hundreds of parallel regions each cost ~a microsecond, not a thread start.
+//
+// Contract:
+//  * ParallelFor may be called by ONE owner thread at a time (the pool is not re-entrant and not
+//    thread-safe across callers; concurrent calls from different threads are a caller bug).
+//  * The split of [0, n) is a deterministic static partition that depends only on (n, size()):
+//    thread i gets the i-th of size() near-equal contiguous ranges. Kernels compute every output
+//    element entirely within one call of fn, so results never depend on the split anyway.
+//  * fn must not throw. The owner thread participates as thread 0.
+//  * The destructor joins all workers; no ParallelFor may be in flight.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ember::kernels {
+
+class ThreadPool {
+ public:
+  using RangeFn = std::function<void(int64_t begin, int64_t end, int thread)>;
+
+  // n_threads < 1 is treated as 1. Creates n_threads - 1 workers (the caller is thread 0).
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(begin, end, thread) for each non-empty range of the static partition of [0, n) and
+  // returns when all have finished. n <= 0 returns at once. Threads whose range is empty are not called.
+  void ParallelFor(int64_t n, const RangeFn& fn);
+
+  // The static partition used by ParallelFor: range of thread `i` out of `parts` over [0, n).
+  static void Partition(int64_t n, int parts, int i, int64_t* begin, int64_t* end);
+
+ private:
+  void WorkerLoop(int index);
+  void RunShare(int index);
+
+  const int n_threads_;
+  std::vector<std::thread> workers_;
+  // Published job: workers spin on generation_, then fall back to the condition variable.
+  const RangeFn* job_fn_ = nullptr;
+  int64_t job_n_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+// Number of physical cores (distinct (package, core) pairs in /sys/devices/system/cpu/*/topology),
+// falling back to std::thread::hardware_concurrency(), and at least 1. The default for --threads.
+int PhysicalCoreCount();
+
+}  // namespace ember::kernels

@@ -1,0 +1,130 @@
+// KvState::Serialize / Deserialize — the stream layout is documented in kv/kv_format.h.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kv/kv_format.h"
+#include "kv/kv_state.h"
+
+namespace ember {
+namespace {
+
+template <typename T>
+Status Put(ByteSink& sink, T v) {
+  return sink.Write(&v, sizeof(T));
+}
+
+template <typename T>
+Status Get(ByteSource& src, T* v) {
+  return src.Read(v, sizeof(T));
+}
+
+Status WriteHeader(const KvConfig& c, int64_t n_pos, ByteSink& sink) {
+  EMBER_RETURN_IF_ERROR(Put(sink, kKvMagic));
+  EMBER_RETURN_IF_ERROR(Put(sink, kKvFormatVersion));
+  const uint8_t dtype[4] = {static_cast<uint8_t>(c.dtype), 0, 0, 0};
+  EMBER_RETURN_IF_ERROR(sink.Write(dtype, 4));
+  for (int32_t v : {c.n_layer, c.n_kv_head, c.head_dim_k, c.head_dim_v, c.block_size}) {
+    EMBER_RETURN_IF_ERROR(Put(sink, v));
+  }
+  for (int32_t l = 0; l < c.n_layer; ++l) {
+    const LayerStateSpec spec = c.kinds.empty() ? LayerStateSpec{} : c.kinds[static_cast<size_t>(l)];
+    const uint8_t kind[4] = {static_cast<uint8_t>(spec.kind), 0, 0, 0};
+    EMBER_RETURN_IF_ERROR(sink.Write(kind, 4));
+    EMBER_RETURN_IF_ERROR(Put(sink, spec.window));
+  }
+  return Put(sink, n_pos);
+}
+
+Status Mismatch(const char* field, int64_t want, int64_t got) {
+  return InvalidArgument("kv state stream: " + std::string(field) + " is " + std::to_string(got) +
+                         ", this model expects " + std::to_string(want));
+}
+
+// Reads and checks the header against `c`; returns n_pos.
+StatusOr<int64_t> ReadHeader(const KvConfig& c, ByteSource& src) {
+  uint32_t magic = 0, version = 0;
+  EMBER_RETURN_IF_ERROR(Get(src, &magic));
+  if (magic != kKvMagic) return Corrupt("kv state stream: bad magic");
+  EMBER_RETURN_IF_ERROR(Get(src, &version));
+  if (version != kKvFormatVersion) {
+    return Unimplemented("kv state stream: format version " + std::to_string(version) + " (expected " +
+                         std::to_string(kKvFormatVersion) + ")");
+  }
+  uint8_t dtype[4];
+  EMBER_RETURN_IF_ERROR(src.Read(dtype, 4));
+  if (dtype[0] != static_cast<uint8_t>(c.dtype)) return Mismatch("dtype", int(c.dtype), dtype[0]);
+  const char* names[] = {"n_layer", "n_kv_head", "head_dim_k", "head_dim_v", "block_size"};
+  const int32_t want[] = {c.n_layer, c.n_kv_head, c.head_dim_k, c.head_dim_v, c.block_size};
+  for (int i = 0; i < 5; ++i) {
+    int32_t got = 0;
+    EMBER_RETURN_IF_ERROR(Get(src, &got));
+    if (got != want[i]) return Mismatch(names[i], want[i], got);
+  }
+  for (int32_t l = 0; l < c.n_layer; ++l) {
+    const LayerStateSpec spec = c.kinds.empty() ? LayerStateSpec{} : c.kinds[static_cast<size_t>(l)];
+    uint8_t kind[4];
+    int32_t window = 0;
+    EMBER_RETURN_IF_ERROR(src.Read(kind, 4));
+    EMBER_RETURN_IF_ERROR(Get(src, &window));
+    if (kind[0] != static_cast<uint8_t>(spec.kind)) return Mismatch("layer state kind", int(spec.kind), kind[0]);
+    if (window != spec.window) return Mismatch("layer window", spec.window, window);
+  }
+  int64_t n_pos = 0;
+  EMBER_RETURN_IF_ERROR(Get(src, &n_pos));
+  if (n_pos < 0 || n_pos > (int64_t{1} << 32)) return Corrupt("kv state stream: bad n_pos " + std::to_string(n_pos));
+  return n_pos;
+}
+
+}  // namespace
+
+Status KvState::Serialize(ByteSink& sink) const {
+  EMBER_RETURN_IF_ERROR(WriteHeader(config_, n_pos_, sink));
+  const int64_t bs = config_.block_size;
+  const size_t elt = KvDtypeBytes(config_.dtype);
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const int64_t cnt = std::min<int64_t>(bs, n_pos_ - static_cast<int64_t>(b) * bs);
+    if (cnt == bs) {  // a full block's raw bytes are exactly the stream layout
+      EMBER_RETURN_IF_ERROR(sink.Write(blocks_[b]->data(), blocks_[b]->bytes()));
+      continue;
+    }
+    for (int l = 0; l < config_.n_layer; ++l) {
+      for (int h = 0; h < config_.n_kv_head; ++h) {
+        EMBER_RETURN_IF_ERROR(sink.Write(KHead(l, b, h), static_cast<size_t>(cnt * config_.head_dim_k) * elt));
+      }
+      for (int h = 0; h < config_.n_kv_head; ++h) {
+        EMBER_RETURN_IF_ERROR(sink.Write(VHead(l, b, h), static_cast<size_t>(cnt * config_.head_dim_v) * elt));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<KvState> KvState::Deserialize(const KvConfig& config, ByteSource& source) {
+  EMBER_ASSIGN_OR_RETURN(KvState state, Create(config));
+  EMBER_ASSIGN_OR_RETURN(const int64_t n_pos, ReadHeader(config, source));
+  EMBER_RETURN_IF_ERROR(state.Reserve(n_pos));
+  const int64_t bs = config.block_size;
+  const size_t elt = KvDtypeBytes(config.dtype);
+  for (size_t b = 0; b < state.blocks_.size(); ++b) {
+    const int64_t cnt = std::min<int64_t>(bs, n_pos - static_cast<int64_t>(b) * bs);
+    if (cnt == bs) {
+      EMBER_RETURN_IF_ERROR(source.Read(state.blocks_[b]->data(), state.blocks_[b]->bytes()));
+      continue;
+    }
+    for (int l = 0; l < config.n_layer; ++l) {
+      for (int h = 0; h < config.n_kv_head; ++h) {
+        auto* dst = const_cast<uint8_t*>(state.KHead(l, b, h));
+        EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_k) * elt));
+      }
+      for (int h = 0; h < config.n_kv_head; ++h) {
+        auto* dst = const_cast<uint8_t*>(state.VHead(l, b, h));
+        EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_v) * elt));
+      }
+    }
+  }
+  state.Commit(n_pos);
+  return state;
+}
+
+}  // namespace ember

@@ -1,0 +1,57 @@
+// What differs between the Llama-family architectures, one small file per architecture
+// (arch_llama.cc, arch_qwen2.cc, arch_qwen3.cc): the tensors they carry and how the attention block
+// turns its normalised input into roped Q, K and V. Everything else is the shared forward pass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/ops.h"
+#include "kernels/thread_pool.h"
+#include "model/op_times.h"
+
+namespace ember {
+
+struct ModelConfig;
+struct LayerWeights;
+
+// Inputs and outputs of the Q/K/V step of one layer for a ubatch of n_tok tokens.
+struct QkvStep {
+  const ModelConfig& cfg;
+  const LayerWeights& w;
+  kernels::ThreadPool& pool;
+  OpTimes* times;
+  const float* xn;          // [n_tok][n_embd]    attention-normed input
+  int64_t n_tok;
+  int64_t pos0;             // position of token 0
+  const float* rope_cache;  // [n_tok][rope_n_dims] cos/sin per position (kernels::RopeCache)
+  float* q;                 // [n_tok][n_head * head_dim_k]     out
+  float* k;                 // [n_tok][n_head_kv * head_dim_k]  out
+  float* v;                 // [n_tok][n_head_kv * head_dim_v]  out
+};
+
+using QkvFn = void (*)(const QkvStep& step);
+
+struct ArchSpec {
+  const char* name;              // general.architecture
+  kernels::RopeLayout rope_layout;
+  bool qkv_bias;                 // blk.N.attn_{q,k,v}.bias required (qwen2)
+  bool qk_norm;                  // blk.N.attn_{q,k}_norm.weight required (qwen3)
+  bool rope_freqs;               // honours rope_freqs.weight / llama3 rope scaling (llama)
+  QkvFn qkv;
+};
+
+// nullptr for an architecture ember does not implement.
+const ArchSpec* FindArch(const std::string& name);
+
+// ---- Shared pieces the per-arch QkvFns are built from (layer_ops.cc) ----
+// q/k/v = xn · W{q,k,v}ᵀ (+ bias when the layer has one).
+void ProjectQkv(const QkvStep& s);
+// RMS-normalises each head_dim slice of x [n_tok][n_heads * head_dim] with weight w (qwen3 q/k norm).
+void NormHeads(const QkvStep& s, float* x, int64_t n_heads, const float* w);
+// RoPE parameters of the model (layout, dims, base, scaling, llama3 freq factors).
+kernels::RopeParams RopeParamsOf(const ModelConfig& c);
+// Rotates every head of x [n_tok][n_heads * head_dim_k] at its token's position.
+void RopeHeads(const QkvStep& s, float* x, int64_t n_heads);
+
+}  // namespace ember

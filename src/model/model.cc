@@ -1,0 +1,154 @@
+#include "model/model.h"
+
+#include <cstring>
+
+#include "format/quant.h"
+
+namespace ember {
+namespace {
+
+std::string ShapeStr(const std::vector<int64_t>& ne) {
+  std::string s = "[";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+std::string ShapeStr(const GgufTensorInfo& t) {
+  std::vector<int64_t> ne;
+  for (uint32_t i = 0; i < t.n_dims; ++i) ne.push_back(static_cast<int64_t>(t.ne[i]));
+  return ShapeStr(ne);
+}
+
+// Looks a tensor up and checks its shape (ggml order). Errors name the tensor.
+StatusOr<const GgufTensorInfo*> Tensor(const GgufFile& f, const std::string& name,
+                                       const std::vector<int64_t>& shape, bool required = true) {
+  const GgufTensorInfo* t = f.FindTensor(name);
+  if (t == nullptr) {
+    if (!required) return static_cast<const GgufTensorInfo*>(nullptr);
+    return NotFound("model: tensor '" + name + "' is missing");
+  }
+  bool ok = true;
+  for (size_t i = 0; i < 4; ++i) {
+    const int64_t want = i < shape.size() ? shape[i] : 1;
+    if (static_cast<int64_t>(t->ne[i]) != want) ok = false;
+  }
+  if (!ok) {
+    return InvalidArgument("model: tensor '" + name + "' has shape " + ShapeStr(*t) + ", expected " +
+                           ShapeStr(shape));
+  }
+  return t;
+}
+
+// An f32 vector (norm weight, bias, rope factors).
+StatusOr<const float*> F32Vector(const GgufFile& f, const std::string& name, int64_t n, bool required = true) {
+  EMBER_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Tensor(f, name, {n}, required));
+  if (t == nullptr) return static_cast<const float*>(nullptr);
+  if (t->type != GgmlType::F32) {
+    return InvalidArgument("model: tensor '" + name + "' has type " + GgmlTypeName(t->type) + ", expected f32");
+  }
+  return reinterpret_cast<const float*>(t->data);
+}
+
+// A 2-D matmul weight mapping n_in -> n_out, in any type the kernels support.
+StatusOr<kernels::WeightView> Matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out,
+                                     uint64_t* bytes) {
+  EMBER_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Tensor(f, name, {n_in, n_out}));
+  kernels::WeightView w;
+  w.type = t->type;
+  w.data = t->data;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = TypeInfo(t->type).supported ? RowBytes(t->type, static_cast<uint64_t>(n_in)) : 0;
+  Status st = kernels::CheckWeight(w);
+  if (!st.ok()) return st.WithContext("model: tensor '" + name + "' (" + GgmlTypeName(t->type) + ")");
+  *bytes += t->n_bytes;
+  return w;
+}
+
+std::string Blk(int il, const char* what) { return "blk." + std::to_string(il) + "." + what; }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+  return FromGguf(std::move(file));
+}
+
+StatusOr<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<GgufFile> file) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::move(file);
+  Status st = m->Bind();
+  if (!st.ok()) return st.WithContext(m->file_->name());
+  return m;
+}
+
+Status Model::Bind() {
+  const GgufFile& f = *file_;
+  EMBER_ASSIGN_OR_RETURN(std::string arch, f.Str("general.architecture"));
+  arch_ = FindArch(arch);
+  if (arch_ == nullptr) return Unimplemented("model: architecture '" + arch + "' is not supported");
+  EMBER_ASSIGN_OR_RETURN(config_, ReadModelConfig(f, arch));
+  config_.rope_layout = arch_->rope_layout;
+  ModelConfig& c = config_;
+
+  const GgufTensorInfo* embd = f.FindTensor("token_embd.weight");
+  if (embd == nullptr) return NotFound("model: tensor 'token_embd.weight' is missing");
+  c.n_vocab = static_cast<int64_t>(embd->ne[1]);
+  EMBER_ASSIGN_OR_RETURN(token_embd_, Tensor(f, "token_embd.weight", {c.n_embd, c.n_vocab}));
+  if (!TypeInfo(embd->type).supported || c.n_embd % TypeInfo(embd->type).block_elems != 0) {
+    return InvalidArgument(std::string("model: tensor 'token_embd.weight' has unsupported type ") +
+                           GgmlTypeName(embd->type));
+  }
+  weight_bytes_ = 0;
+  EMBER_ASSIGN_OR_RETURN(output_norm_, F32Vector(f, "output_norm.weight", c.n_embd));
+  tied_output_ = f.FindTensor("output.weight") == nullptr;
+  EMBER_ASSIGN_OR_RETURN(output_, Matrix(f, tied_output_ ? "token_embd.weight" : "output.weight", c.n_embd,
+                                         c.n_vocab, &weight_bytes_));
+  if (arch_->rope_freqs) {
+    EMBER_ASSIGN_OR_RETURN(const float* ff, F32Vector(f, "rope_freqs.weight", c.rope_n_dims / 2, false));
+    if (ff != nullptr) c.rope_freq_factors.assign(ff, ff + c.rope_n_dims / 2);  // the file's factors win
+  } else {
+    c.rope_freq_factors.clear();  // llama.cpp applies llama3 factors to the llama family only
+  }
+  layers_.resize(static_cast<size_t>(c.n_layer));
+  for (int il = 0; il < c.n_layer; ++il) EMBER_RETURN_IF_ERROR(BindLayer(il, layers_[static_cast<size_t>(il)]));
+  return Status::Ok();
+}
+
+Status Model::BindLayer(int il, LayerWeights& w) {
+  const GgufFile& f = *file_;
+  const ModelConfig& c = config_;
+  uint64_t* b = &weight_bytes_;
+  EMBER_ASSIGN_OR_RETURN(w.attn_norm, F32Vector(f, Blk(il, "attn_norm.weight"), c.n_embd));
+  EMBER_ASSIGN_OR_RETURN(w.wq, Matrix(f, Blk(il, "attn_q.weight"), c.n_embd, c.q_dim(), b));
+  EMBER_ASSIGN_OR_RETURN(w.wk, Matrix(f, Blk(il, "attn_k.weight"), c.n_embd, c.kv_dim_k(), b));
+  EMBER_ASSIGN_OR_RETURN(w.wv, Matrix(f, Blk(il, "attn_v.weight"), c.n_embd, c.kv_dim_v(), b));
+  EMBER_ASSIGN_OR_RETURN(w.wo, Matrix(f, Blk(il, "attn_output.weight"), c.attn_out_dim(), c.n_embd, b));
+  if (arch_->qkv_bias) {
+    EMBER_ASSIGN_OR_RETURN(w.bq, F32Vector(f, Blk(il, "attn_q.bias"), c.q_dim()));
+    EMBER_ASSIGN_OR_RETURN(w.bk, F32Vector(f, Blk(il, "attn_k.bias"), c.kv_dim_k()));
+    EMBER_ASSIGN_OR_RETURN(w.bv, F32Vector(f, Blk(il, "attn_v.bias"), c.kv_dim_v()));
+  }
+  if (arch_->qk_norm) {
+    EMBER_ASSIGN_OR_RETURN(w.q_norm, F32Vector(f, Blk(il, "attn_q_norm.weight"), c.head_dim_k));
+    EMBER_ASSIGN_OR_RETURN(w.k_norm, F32Vector(f, Blk(il, "attn_k_norm.weight"), c.head_dim_k));
+  }
+  EMBER_ASSIGN_OR_RETURN(w.ffn_norm, F32Vector(f, Blk(il, "ffn_norm.weight"), c.n_embd));
+  EMBER_ASSIGN_OR_RETURN(w.w_gate, Matrix(f, Blk(il, "ffn_gate.weight"), c.n_embd, c.n_ff, b));
+  EMBER_ASSIGN_OR_RETURN(w.w_up, Matrix(f, Blk(il, "ffn_up.weight"), c.n_embd, c.n_ff, b));
+  EMBER_ASSIGN_OR_RETURN(w.w_down, Matrix(f, Blk(il, "ffn_down.weight"), c.n_ff, c.n_embd, b));
+  return Status::Ok();
+}
+
+KvConfig Model::MakeKvConfig(KvDtype dtype, int32_t block_size) const {
+  KvConfig k;
+  k.n_layer = static_cast<int32_t>(config_.n_layer);
+  k.n_kv_head = static_cast<int32_t>(config_.n_head_kv);
+  k.head_dim_k = static_cast<int32_t>(config_.head_dim_k);
+  k.head_dim_v = static_cast<int32_t>(config_.head_dim_v);
+  k.dtype = dtype;
+  k.block_size = block_size;
+  return k;
+}
+
+}  // namespace ember

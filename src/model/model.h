@@ -1,0 +1,78 @@
+// A loaded Llama-family model (llama, qwen2, qwen3): hyperparameters plus typed views of every weight,
+// used in place from the GGUF memory map (no copy at load: startup costs a parse and a validation).
+//
+// Load validates every tensor the architecture needs — presence, type, shape — and reports the first
+// problem naming the tensor; a malformed file never crashes.
+//
+// Thread-safety: immutable after Load; any number of sequences may run on one Model concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/gguf.h"
+#include "kernels/matmul.h"
+#include "kv/kv_state.h"
+#include "model/arch.h"
+#include "model/model_config.h"
+
+namespace ember {
+
+// One transformer block's weights. Norm weights/biases are f32 vectors inside the mmap.
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [n_embd]
+  kernels::WeightView wq;            // n_embd -> n_head * head_dim_k
+  kernels::WeightView wk;            // n_embd -> n_head_kv * head_dim_k
+  kernels::WeightView wv;            // n_embd -> n_head_kv * head_dim_v
+  kernels::WeightView wo;            // n_head * head_dim_v -> n_embd
+  const float* bq = nullptr;         // qwen2: [q_dim]
+  const float* bk = nullptr;         // qwen2: [kv_dim_k]
+  const float* bv = nullptr;         // qwen2: [kv_dim_v]
+  const float* q_norm = nullptr;     // qwen3: [head_dim_k], RMS norm per head
+  const float* k_norm = nullptr;     // qwen3: [head_dim_k]
+  const float* ffn_norm = nullptr;   // [n_embd]
+  kernels::WeightView w_gate;        // n_embd -> n_ff
+  kernels::WeightView w_up;          // n_embd -> n_ff
+  kernels::WeightView w_down;        // n_ff -> n_embd
+};
+
+class Model {
+ public:
+  static StatusOr<std::unique_ptr<Model>> Load(const std::string& path);
+  // Takes ownership of an already-parsed file.
+  static StatusOr<std::unique_ptr<Model>> FromGguf(std::unique_ptr<GgufFile> file);
+
+  const ModelConfig& config() const { return config_; }
+  const ArchSpec& arch() const { return *arch_; }
+  const GgufFile& gguf() const { return *file_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  // token_embd.weight: [n_vocab] rows of n_embd in its own type (dequantized one row at a time).
+  const GgufTensorInfo& token_embd() const { return *token_embd_; }
+  const float* output_norm() const { return output_norm_; }
+  // output.weight, or token_embd.weight when the output is tied.
+  const kernels::WeightView& output() const { return output_; }
+  bool tied_output() const { return tied_output_; }
+  // Bytes of all weights a forward pass reads (for bandwidth figures).
+  uint64_t weight_bytes() const { return weight_bytes_; }
+
+  // KV geometry for a sequence of this model.
+  KvConfig MakeKvConfig(KvDtype dtype, int32_t block_size = 32) const;
+
+ private:
+  Model() = default;
+  Status Bind();
+  Status BindLayer(int il, LayerWeights& w);
+
+  std::unique_ptr<GgufFile> file_;
+  ModelConfig config_;
+  const ArchSpec* arch_ = nullptr;
+  std::vector<LayerWeights> layers_;
+  const GgufTensorInfo* token_embd_ = nullptr;
+  const float* output_norm_ = nullptr;
+  kernels::WeightView output_;
+  bool tied_output_ = false;
+  uint64_t weight_bytes_ = 0;
+};
+
+}  // namespace ember

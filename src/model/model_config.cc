@@ -1,0 +1,96 @@
+#include "model/model_config.h"
+
+#include <cmath>
+
+#include "format/gguf.h"
+
+namespace ember {
+namespace {
+
+StatusOr<int64_t> Positive(const GgufFile& f, const std::string& key) {
+  EMBER_ASSIGN_OR_RETURN(int64_t v, f.Int(key));
+  if (v <= 0) return InvalidArgument("model key '" + key + "' must be positive, got " + std::to_string(v));
+  return v;
+}
+
+// rope.scaling.*: "none"/absent, "linear" (freq_scale), "llama3" (freq factors); anything else is refused.
+Status ReadRopeScaling(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  EMBER_ASSIGN_OR_RETURN(std::string type, f.StrOr(a + ".rope.scaling.type", "none"));
+  if (type == "none") return Status::Ok();
+  EMBER_ASSIGN_OR_RETURN(double factor, f.FloatOr(a + ".rope.scaling.factor", 1.0));
+  if (factor <= 0) return InvalidArgument("model key '" + a + ".rope.scaling.factor' must be positive");
+  if (type == "linear") {
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+    return Status::Ok();
+  }
+  if (type == "llama3") {
+    EMBER_ASSIGN_OR_RETURN(double low, f.FloatOr(a + ".rope.scaling.low_freq_factor", 1.0));
+    EMBER_ASSIGN_OR_RETURN(double high, f.FloatOr(a + ".rope.scaling.high_freq_factor", 4.0));
+    EMBER_ASSIGN_OR_RETURN(int64_t orig, f.IntOr(a + ".rope.scaling.original_context_length", 8192));
+    if (low == high) return InvalidArgument("model: llama3 rope scaling needs low_freq_factor != high_freq_factor");
+    // Metadata fallback; the loader prefers a rope_freqs.weight tensor when the file has one.
+    c.rope_freq_factors = Llama3FreqFactors(c.rope_freq_base, c.rope_n_dims, static_cast<float>(factor),
+                                            static_cast<float>(low), static_cast<float>(high),
+                                            static_cast<float>(orig));
+    return Status::Ok();
+  }
+  return Unimplemented("model: rope scaling type '" + type + "' is not supported");
+}
+
+}  // namespace
+
+std::vector<float> Llama3FreqFactors(float freq_base, int64_t n_dims, float factor, float low_freq_factor,
+                                     float high_freq_factor, float original_context_length) {
+  const double kPi = 3.14159265358979323846;
+  const double low_wavelen = original_context_length / low_freq_factor;
+  const double high_wavelen = original_context_length / high_freq_factor;
+  std::vector<float> out;
+  for (int64_t i = 0; i < n_dims; i += 2) {
+    const float freq = 1.0f / std::pow(freq_base, static_cast<float>(i) / static_cast<float>(n_dims));
+    const double wavelen = 2 * kPi / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(factor);
+    } else {
+      const double smooth = (original_context_length / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      out.push_back(static_cast<float>(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+StatusOr<ModelConfig> ReadModelConfig(const GgufFile& f, const std::string& a) {
+  ModelConfig c;
+  c.arch = a;
+  EMBER_ASSIGN_OR_RETURN(c.n_embd, Positive(f, a + ".embedding_length"));
+  EMBER_ASSIGN_OR_RETURN(c.n_layer, Positive(f, a + ".block_count"));
+  EMBER_ASSIGN_OR_RETURN(c.n_head, Positive(f, a + ".attention.head_count"));
+  EMBER_ASSIGN_OR_RETURN(c.n_head_kv, f.IntOr(a + ".attention.head_count_kv", c.n_head));
+  EMBER_ASSIGN_OR_RETURN(c.n_ff, Positive(f, a + ".feed_forward_length"));
+  EMBER_ASSIGN_OR_RETURN(c.n_ctx_train, f.IntOr(a + ".context_length", 4096));
+  EMBER_ASSIGN_OR_RETURN(c.head_dim_k, f.IntOr(a + ".attention.key_length", c.n_embd / c.n_head));
+  EMBER_ASSIGN_OR_RETURN(c.head_dim_v, f.IntOr(a + ".attention.value_length", c.head_dim_k));
+  EMBER_ASSIGN_OR_RETURN(double eps, f.FloatOr(a + ".attention.layer_norm_rms_epsilon", 1e-5));
+  c.rms_eps = static_cast<float>(eps);
+  EMBER_ASSIGN_OR_RETURN(double base, f.FloatOr(a + ".rope.freq_base", 10000.0));
+  c.rope_freq_base = static_cast<float>(base);
+  EMBER_ASSIGN_OR_RETURN(c.rope_n_dims, f.IntOr(a + ".rope.dimension_count", c.head_dim_k));
+
+  if (c.n_head_kv <= 0 || c.n_head % c.n_head_kv != 0) {
+    return InvalidArgument("model: attention.head_count (" + std::to_string(c.n_head) +
+                           ") must be a positive multiple of attention.head_count_kv (" +
+                           std::to_string(c.n_head_kv) + ")");
+  }
+  if (c.head_dim_k <= 0 || c.head_dim_v <= 0 || c.n_ctx_train <= 0) {
+    return InvalidArgument("model: key_length, value_length and context_length must be positive");
+  }
+  if (c.rope_n_dims <= 0 || c.rope_n_dims > c.head_dim_k || c.rope_n_dims % 2 != 0) {
+    return InvalidArgument("model: rope.dimension_count " + std::to_string(c.rope_n_dims) +
+                           " must be even and at most key_length " + std::to_string(c.head_dim_k));
+  }
+  EMBER_RETURN_IF_ERROR(ReadRopeScaling(f, a, c));
+  return c;
+}
+
+}  // namespace ember

@@ -1,0 +1,49 @@
+// Hyperparameters of a Llama-family model, read from GGUF metadata (`{arch}.*` keys).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "util/status.h"
+
+namespace ember {
+
+class GgufFile;
+
+struct ModelConfig {
+  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3"
+  int64_t n_vocab = 0;       // rows of token_embd.weight
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim_k = 0;    // attention.key_length (default n_embd / n_head)
+  int64_t head_dim_v = 0;    // attention.value_length (default head_dim_k)
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;   // context_length
+  float rms_eps = 1e-5f;
+  // RoPE: layout from the architecture; n_dims = rope.dimension_count (default head_dim_k).
+  kernels::RopeLayout rope_layout = kernels::RopeLayout::kNorm;
+  int64_t rope_n_dims = 0;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;       // 1 / rope.scaling.factor for "linear" scaling
+  std::vector<float> rope_freq_factors;  // llama3 scaling: n_dims/2 divisors (empty: none)
+
+  int64_t q_dim() const { return n_head * head_dim_k; }
+  int64_t kv_dim_k() const { return n_head_kv * head_dim_k; }
+  int64_t kv_dim_v() const { return n_head_kv * head_dim_v; }
+  int64_t attn_out_dim() const { return n_head * head_dim_v; }
+};
+
+// Reads the `{arch}.*` hyperparameters (errors name the key); the caller fills n_vocab, rope_layout and
+// the freq factors from the tensors and the architecture.
+StatusOr<ModelConfig> ReadModelConfig(const GgufFile& file, const std::string& arch);
+
+// llama3 rope scaling computed from metadata (factor, low/high_freq_factor, original_context_length),
+// the divisors convert_hf_to_gguf.py writes into rope_freqs.weight. Used when that tensor is absent.
+std::vector<float> Llama3FreqFactors(float freq_base, int64_t n_dims, float factor, float low_freq_factor,
+                                     float high_freq_factor, float original_context_length);
+
+}  // namespace ember

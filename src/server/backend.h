@@ -1,0 +1,164 @@
+// The seam between the HTTP layer and an inference engine. The server parses every request into the
+// native types below at its edge and talks to the engine only through `InferenceBackend`, so the engine
+// never sees JSON from a client and the server never sees a tensor.
+//
+// Thread-safety contract (the server relies on it):
+//   * model_id(), context_length(), Tokenize(), Detokenize(), ApplyChatTemplate() and Stats() may be
+//     called concurrently from any HTTP worker thread, also while Generate() runs.
+//   * Generate() is called from ONE thread at a time (the scheduler's generation lane); an engine with
+//     continuous batching may later relax this, but the server does not assume it.
+//   * FlushCache() may be called concurrently with anything; it makes the prefix cache durable.
+// No method throws; errors are values (util/status.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/status.h"
+
+namespace ember::server {
+
+// One call of a tool, as the OpenAI API shapes it. `arguments_json` is the JSON text of the arguments
+// object (kept as text: its schema belongs to the caller's tool, not to ember).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments_json;
+};
+
+// One chat turn. role is "system", "user", "assistant" or "tool". Content parts have already been
+// flattened to text. An assistant turn may carry tool_calls; a tool turn answers `tool_call_id`.
+struct ChatMessage {
+  std::string role;
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+  std::string tool_call_id;
+  std::string name;
+};
+
+// A function the model may call. `parameters_json` is the JSON Schema text of its arguments.
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  std::string parameters_json;
+};
+
+struct ChatTemplateInput {
+  std::vector<ChatMessage> messages;
+  std::vector<ToolSpec> tools;
+  bool add_generation_prompt = true;
+  // Extra template variables (`chat_template_kwargs`, e.g. enable_thinking), name -> JSON text of value.
+  std::vector<std::pair<std::string, std::string>> kwargs_json;
+};
+
+struct SamplingParams {
+  float temperature = 1.0f;          // 0 = greedy
+  float top_p = 1.0f;
+  int32_t top_k = 0;                 // 0 = off
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;      // absent: the engine picks one
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;   // 1 = off
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias added to its logit
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;       // already templated and tokenized
+  SamplingParams sampling;
+  int32_t max_tokens = 0;            // > 0; the server checks prompt + max_tokens <= context_length()
+  int32_t top_logprobs = 0;          // 0..20; logprobs of the chosen token are reported when `logprobs`
+  bool logprobs = false;
+  // Separates prefix-cache namespaces: requests with different salts never share cached KV.
+  std::string cache_salt;
+  // Set by the server when the client went away or the server is shutting down; Generate() polls it
+  // between tokens and returns promptly (finish reason kCancelled). Outlives the Generate() call.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  std::string piece;
+  float logprob = 0.0f;
+};
+
+// One generated token. `piece` is its decoded text; it may end inside a UTF-8 sequence (byte tokens), the
+// server reassembles. Stop tokens (EOS, <|eot_id|>) are NOT reported: Generate() ends instead.
+struct TokenEvent {
+  int32_t id = 0;
+  std::string piece;
+  float logprob = 0.0f;                  // valid when the request asked for logprobs
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+// Called on the generation thread for every token; returns false to stop generation now (the server
+// matched a stop string). Must be cheap: it runs between decode steps.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+enum class FinishReason { kStop, kLength, kCancelled };
+
+struct GenerationResult {
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;         // prompt tokens whose KV came from the prefix cache
+  std::string cache_tier = "none";   // where they came from: "ram", "ssd" or "none"
+  int32_t completion_tokens = 0;
+  FinishReason finish_reason = FinishReason::kStop;
+  double prefill_ms = 0;             // includes cache restore
+  double decode_ms = 0;
+};
+
+// A named value from the engine or one cache tier. Monotonic values are Prometheus counters, the others
+// gauges (entries, bytes, cap, write-queue bytes, ...).
+struct StatValue {
+  std::string name;  // snake_case, e.g. "hits", "restore_failures"
+  double value = 0;
+  bool monotonic = true;
+};
+
+// A histogram snapshot with cumulative bucket counts (Prometheus' `le` convention).
+struct HistogramValue {
+  std::string name;                  // e.g. "restore_ms"
+  std::vector<double> upper_bounds;  // ascending, +Inf implied
+  std::vector<uint64_t> cumulative_counts;  // same size as upper_bounds
+  uint64_t count = 0;
+  double sum = 0;
+};
+
+struct CacheTierStats {
+  std::string tier;                  // "ram", "ssd"
+  std::vector<StatValue> values;
+  std::vector<HistogramValue> histograms;
+};
+
+struct BackendStats {
+  std::string engine;                // e.g. "ember-cpu" or "fake"
+  std::vector<StatValue> engine_values;
+  std::vector<CacheTierStats> cache_tiers;
+};
+
+class InferenceBackend {
+ public:
+  virtual ~InferenceBackend() = default;
+
+  virtual std::string model_id() const = 0;
+  virtual int32_t context_length() const = 0;
+  virtual StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special,
+                                                  bool parse_special) const = 0;
+  virtual StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const = 0;
+  // Renders the model's chat template (with tools in the model's own format) to prompt text.
+  virtual StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& input) const = 0;
+  // Runs prefill (reusing the prefix cache) and decode; reports each token through `on_token`.
+  // On error nothing is promised about `out` beyond prompt_tokens.
+  virtual Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
+                          GenerationResult* out) = 0;
+  virtual BackendStats Stats() const = 0;
+  // Makes cached state durable (SSD tier) — called on shutdown and by POST /admin/cache/flush.
+  virtual Status FlushCache() = 0;
+};
+
+}  // namespace ember::server

@@ -1,0 +1,143 @@
+#include "server/completion_flow.h"
+
+#include "server/tool_call_parser.h"
+#include "server/tool_stream_gate.h"
+
+namespace ember::server {
+
+Clock SystemClock() {
+  return Clock{[] {
+                 return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+               },
+               [] {
+                 return static_cast<int64_t>(
+                     std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                         .count());
+               }};
+}
+
+ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const CompletionRequest& req) {
+  if (req.kind == ApiKind::kCompletion) {
+    if (req.prompt_is_ids) return req.prompt_ids;
+    StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(req.prompt_text, /*add_special=*/true,
+                                                               /*parse_special=*/true);
+    if (!ids.ok()) return FromStatus(ids.status());
+    return std::move(ids).value();
+  }
+  ChatTemplateInput input{req.messages, req.tools, true, req.template_kwargs};
+  StatusOr<std::string> text = ctx.backend->ApplyChatTemplate(input);
+  if (!text.ok()) return FromStatus(text.status());
+  // The rendered template already holds BOS and the other special tokens as text.
+  StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(*text, /*add_special=*/false, /*parse_special=*/true);
+  if (!ids.ok()) return FromStatus(ids.status());
+  return std::move(ids).value();
+}
+
+ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req) {
+  if (ctx.draining.load()) return Overloaded("the server is shutting down");
+  ApiResult<std::vector<int32_t>> prompt = PromptTokens(ctx, req);
+  if (!prompt.ok()) return prompt.error();
+  const int64_t n_prompt = static_cast<int64_t>(prompt.value().size());
+  const int64_t n_ctx = ctx.backend->context_length();
+  if (n_prompt == 0) return InvalidRequest("the prompt is empty", "prompt");
+  if (req.max_tokens && n_prompt + *req.max_tokens > n_ctx) {
+    return InvalidRequest("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
+                              std::to_string(*req.max_tokens) + ") exceeds the context length (" +
+                              std::to_string(n_ctx) + " tokens)",
+                          "max_tokens");
+  }
+  if (n_prompt >= n_ctx) {
+    return InvalidRequest("the prompt (" + std::to_string(n_prompt) + " tokens) does not fit the context length (" +
+                              std::to_string(n_ctx) + " tokens)",
+                          "messages");
+  }
+  GenerationRequest g;
+  g.prompt = std::move(prompt.value());
+  g.sampling = req.sampling;
+  g.max_tokens = req.max_tokens ? *req.max_tokens : static_cast<int32_t>(n_ctx - n_prompt);
+  g.logprobs = req.logprobs;
+  g.top_logprobs = req.top_logprobs;
+  g.cache_salt = req.cache_salt;
+  auto job = std::make_shared<GenerationJob>(std::move(g), req.stop);
+  Status st = ctx.scheduler->Submit(job);
+  if (st.code() == StatusCode::kFailedPrecondition) return Overloaded(st.message());
+  if (!st.ok()) return FromStatus(st);
+  return job;
+}
+
+namespace {
+
+// Splits tool calls out of the reply. When streaming, only the text the gate held back can hold calls.
+void FinishOutput(const CompletionRequest& req, const std::string& id_prefix, const ToolCallStreamGate* gate,
+                  PumpResult* r) {
+  CompletionOutput& out = r->output;
+  if (req.tools.empty()) {
+    out.parsed = ParsedReply{out.text, {}};
+    return;
+  }
+  if (gate != nullptr) {
+    const std::string unsent = gate->Unsent();
+    ParsedReply tail = ParseToolCalls(unsent);
+    r->unsent_content = tail.content;
+    out.parsed = ParsedReply{out.text.substr(0, out.text.size() - unsent.size()) + tail.content,
+                             std::move(tail.tool_calls)};
+  } else {
+    out.parsed = ParseToolCalls(out.text);
+  }
+  for (size_t i = 0; i < out.parsed.tool_calls.size(); ++i) {
+    out.parsed.tool_calls[i].id = id_prefix + std::to_string(i);
+  }
+}
+
+}  // namespace
+
+PumpResult PumpJob(ServerContext& ctx, GenerationJob& job, const CompletionRequest& req, const TextSink& sink,
+                   const std::function<bool()>& heartbeat, const std::string& id_prefix) {
+  PumpResult r;
+  ToolCallStreamGate gate;
+  const bool gated = !req.tools.empty();
+  std::vector<TokenEvent> unsent_tokens;  // logprobs wait for the text they produced
+  const double start = ctx.clock.steady_seconds();
+  double last_write = start;
+  bool done = false;
+  while (!done) {
+    for (JobEvent& ev : job.Wait(std::chrono::milliseconds(100))) {
+      if (ev.kind == JobEvent::Kind::kDone) {
+        r.status = std::move(ev.status);
+        r.output.result = std::move(ev.result);
+        r.output.stop_sequence = std::move(ev.stop_sequence);
+        done = true;
+        continue;
+      }
+      if (r.ttft_s < 0 && !ev.text.empty()) r.ttft_s = ctx.clock.steady_seconds() - start;
+      r.output.text += ev.text;
+      r.output.tokens.insert(r.output.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      if (!sink || r.client_gone) continue;
+      unsent_tokens.insert(unsent_tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      const std::string text = gated ? gate.Push(ev.text) : ev.text;
+      if (text.empty()) continue;
+      r.client_gone = !sink(text, unsent_tokens);
+      unsent_tokens.clear();
+      last_write = ctx.clock.steady_seconds();
+    }
+    if (heartbeat && !r.client_gone && ctx.clock.steady_seconds() - last_write >= 1.0) {
+      r.client_gone = !heartbeat();
+      last_write = ctx.clock.steady_seconds();
+    }
+    if (r.client_gone) job.Cancel();  // keep draining: the lane reports kDone promptly after a cancel
+  }
+  FinishOutput(req, id_prefix, sink ? &gate : nullptr, &r);
+  return r;
+}
+
+void RecordGeneration(ServerContext& ctx, const std::string& route, const PumpResult& r) {
+  const GenerationResult& g = r.output.result;
+  MetricsRegistry& m = *ctx.metrics;
+  m.Add("ember_prompt_tokens_total", {{"route", route}}, g.prompt_tokens);
+  m.Add("ember_completion_tokens_total", {{"route", route}}, g.completion_tokens);
+  m.Add("ember_cached_prompt_tokens_total", {{"tier", g.cache_tier}}, g.cached_tokens);
+  if (r.ttft_s >= 0) m.Observe("ember_time_to_first_token_seconds", {{"route", route}}, r.ttft_s);
+  if (r.client_gone || g.finish_reason == FinishReason::kCancelled) m.Add("ember_cancelled_generations_total", {});
+}
+
+}  // namespace ember::server

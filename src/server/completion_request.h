@@ -1,0 +1,51 @@
+// The native form of every generation request, whichever API it came through. The OpenAI and Anthropic
+// parsers fill it at the edge; nothing after them touches request JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "server/api_error.h"
+#include "server/backend.h"
+
+namespace ember::server {
+
+enum class ApiKind { kChat, kCompletion, kMessages };
+
+struct CompletionRequest {
+  ApiKind kind = ApiKind::kChat;
+  std::string model;
+  // Chat and Messages: the conversation. Completion: `prompt_text` or (token ids) `prompt_ids`.
+  std::vector<ChatMessage> messages;
+  std::string prompt_text;
+  std::vector<int32_t> prompt_ids;
+  bool prompt_is_ids = false;
+  std::vector<ToolSpec> tools;             // empty when tool_choice is "none"
+  std::vector<std::pair<std::string, std::string>> template_kwargs;  // name -> JSON text
+
+  SamplingParams sampling;
+  std::optional<int32_t> max_tokens;       // absent: up to the context length
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;              // OpenAI stream_options.include_usage
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  std::string user;
+  std::string cache_salt;
+};
+
+// POST /v1/chat/completions and POST /v1/completions bodies.
+ApiResult<CompletionRequest> ParseOpenAIChatRequest(const nlohmann::json& body);
+ApiResult<CompletionRequest> ParseOpenAICompletionRequest(const nlohmann::json& body);
+// POST /v1/messages (max_tokens required) and /v1/messages/count_tokens (no max_tokens).
+ApiResult<CompletionRequest> ParseAnthropicRequest(const nlohmann::json& body, bool require_max_tokens);
+
+// Shared by both parsers: the sampling fields with the same names in both APIs.
+class FieldReader;
+void ReadCommonSampling(FieldReader& r, CompletionRequest* out);
+
+}  // namespace ember::server

@@ -1,0 +1,240 @@
+#include "server/fake_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace ember::server {
+namespace {
+
+constexpr const char* kWords[] = {"alpha", "bravo", "cache", "delta", "ember", "fjord", "gamma", "hotel",
+                                  "india", "juliet", "kilo", "lima", "mango", "nectar", "oscar", "prism"};
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t HashTokens(const std::vector<int32_t>& ids) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (int32_t id : ids) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ULL;
+  return h;
+}
+
+std::string BytesOf(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) {
+    if (id >= 0 && id < 256) s.push_back(static_cast<char>(id));
+  }
+  return s;
+}
+
+// The scripted reply: see the header comment.
+std::vector<std::string> ReplyPieces(const GenerationRequest& req) {
+  const std::string text = BytesOf(req.prompt);
+  std::vector<std::string> pieces;
+  const size_t echo = text.rfind("echo:");
+  if (echo != std::string::npos) {
+    size_t begin = echo + 5;
+    if (begin < text.size() && text[begin] == ' ') ++begin;
+    size_t end = std::min(text.find("<|", begin), text.size());
+    if (end > begin && text[end - 1] == '\n') --end;  // the template's turn separator
+    for (size_t i = begin; i < end; i += 3) pieces.push_back(text.substr(i, std::min<size_t>(3, end - i)));
+    return pieces;
+  }
+  uint64_t state = req.sampling.seed.has_value() && req.sampling.temperature > 0 ? *req.sampling.seed
+                                                                                 : HashTokens(req.prompt);
+  const bool endless = text.find("[long]") != std::string::npos;
+  const size_t n = endless ? static_cast<size_t>(req.max_tokens) : 8 + SplitMix64(state) % 8;
+  for (size_t i = 0; i < n; ++i) {
+    const char* word = kWords[SplitMix64(state) % std::size(kWords)];
+    pieces.push_back((i == 0 ? std::string() : std::string(" ")) + word);
+  }
+  return pieces;
+}
+
+TokenEvent MakeEvent(const GenerationRequest& req, const std::string& piece, size_t index) {
+  TokenEvent ev;
+  ev.id = piece.empty() ? 0 : static_cast<unsigned char>(piece[0]);
+  ev.piece = piece;
+  ev.logprob = -0.125f * static_cast<float>(index % 4);
+  for (int32_t k = 0; k < req.top_logprobs; ++k) {
+    ev.top_logprobs.push_back({ev.id + k, k == 0 ? piece : "alt" + std::to_string(k),
+                               ev.logprob - static_cast<float>(k)});
+  }
+  return ev;
+}
+
+}  // namespace
+
+FakeBackend::FakeBackend(Options options) : options_(std::move(options)) {}
+
+StatusOr<std::vector<int32_t>> FakeBackend::Tokenize(const std::string& text, bool add_special,
+                                                     bool parse_special) const {
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() + 1);
+  if (add_special) ids.push_back(kBos);
+  for (unsigned char c : text) ids.push_back(c);
+  return ids;
+}
+
+StatusOr<std::string> FakeBackend::Detokenize(const std::vector<int32_t>& ids) const {
+  for (int32_t id : ids) {
+    if (id < 0 || id > kBos) return InvalidArgument("token id " + std::to_string(id) + " is out of range");
+  }
+  return BytesOf(ids);
+}
+
+StatusOr<std::string> FakeBackend::ApplyChatTemplate(const ChatTemplateInput& input) const {
+  std::string out;
+  if (!input.tools.empty()) {
+    out += "<|tools|>";
+    for (const ToolSpec& t : input.tools) out += t.name + " ";
+    out += "\n";
+  }
+  for (const ChatMessage& m : input.messages) {
+    out += "<|" + m.role + "|>" + m.content;
+    for (const ToolCall& c : m.tool_calls) out += "[call " + c.name + " " + c.arguments_json + "]";
+    out += "\n";
+  }
+  if (input.add_generation_prompt) out += "<|assistant|>";
+  return out;
+}
+
+bool FakeBackend::WaitWhileHeld(const GenerationRequest& req) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (held_) {
+    if (req.cancel != nullptr && req.cancel->load()) return false;
+    held_cv_.wait_for(lock, std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& on_token,
+                             GenerationResult* out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++generations_;
+    last_request_ = req;
+    last_request_.cancel = nullptr;
+  }
+  *out = GenerationResult{};
+  out->prompt_tokens = static_cast<int32_t>(req.prompt.size());
+  const bool released = WaitWhileHeld(req);
+  out->cached_tokens = LookupPrefix(req);
+  out->cache_tier = out->cached_tokens > 0 ? "ram" : "none";
+  const std::vector<std::string> pieces = ReplyPieces(req);
+  std::string reply;
+  out->finish_reason = FinishReason::kStop;
+  for (size_t i = 0; released && i < pieces.size(); ++i) {
+    if (out->completion_tokens >= req.max_tokens) {
+      out->finish_reason = FinishReason::kLength;
+      break;
+    }
+    if (req.cancel != nullptr && req.cancel->load()) break;
+    if (options_.token_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.token_delay_ms));
+    ++out->completion_tokens;
+    reply += pieces[i];
+    if (!on_token(MakeEvent(req, pieces[i], i))) break;
+  }
+  if (!released || (req.cancel != nullptr && req.cancel->load())) {
+    out->finish_reason = FinishReason::kCancelled;
+    std::lock_guard<std::mutex> lock(mu_);
+    ++cancelled_;
+  }
+  std::vector<int32_t> seen = req.prompt;
+  for (unsigned char c : reply) seen.push_back(c);
+  Remember(req.cache_salt, std::move(seen));
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_generated_ += out->completion_tokens;
+  return Status::Ok();
+}
+
+int32_t FakeBackend::LookupPrefix(const GenerationRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++lookups_;
+  size_t best = 0;
+  for (const auto& seq : memory_[req.cache_salt]) {
+    const size_t n = std::min(seq.size(), req.prompt.size());
+    size_t i = 0;
+    while (i < n && seq[i] == req.prompt[i]) ++i;
+    best = std::max(best, i);
+  }
+  // A real engine must recompute at least the last prompt token to get logits for the first new token.
+  if (!req.prompt.empty()) best = std::min(best, req.prompt.size() - 1);
+  if (best > 0) ++hits_;
+  tokens_from_ram_ += static_cast<int64_t>(best);
+  return static_cast<int32_t>(best);
+}
+
+void FakeBackend::Remember(const std::string& salt, std::vector<int32_t> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& seqs = memory_[salt];
+  seqs.push_back(std::move(tokens));
+  if (seqs.size() > 64) seqs.erase(seqs.begin());  // bounded, like a real cache
+}
+
+BackendStats FakeBackend::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  BackendStats s;
+  s.engine = "fake";
+  s.engine_values = {{"generations", double(generations_)},
+                     {"cancelled_generations", double(cancelled_)},
+                     {"tokens_generated", double(tokens_generated_)},
+                     {"cache_flushes", double(flushes_)}};
+  size_t entries = 0, bytes = 0;
+  for (const auto& [salt, seqs] : memory_) {
+    entries += seqs.size();
+    for (const auto& seq : seqs) bytes += seq.size() * sizeof(int32_t);
+  }
+  CacheTierStats ram;
+  ram.tier = "ram";
+  ram.values = {{"entries", double(entries), false},   {"bytes", double(bytes), false},
+                {"lookups", double(lookups_)},          {"hits", double(hits_)},
+                {"misses", double(lookups_ - hits_)},   {"tokens_served", double(tokens_from_ram_)}};
+  s.cache_tiers.push_back(std::move(ram));
+  return s;
+}
+
+Status FakeBackend::FlushCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++flushes_;
+  return Status::Ok();
+}
+
+void FakeBackend::Hold() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = true;
+}
+
+void FakeBackend::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = false;
+  }
+  held_cv_.notify_all();
+}
+
+int FakeBackend::generations_started() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return generations_;
+}
+
+int FakeBackend::cancelled_generations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+int FakeBackend::flush_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flushes_;
+}
+
+GenerationRequest FakeBackend::last_request() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_request_;
+}
+
+}  // namespace ember::server

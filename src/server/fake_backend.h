@@ -1,0 +1,69 @@
+// A deterministic InferenceBackend for tests and for `ember serve --fake` (no model needed).
+//
+//   * Tokens are bytes (id = byte value); id 256 is BOS, added when add_special is set.
+//   * The chat template renders each message as "<|role|>content\n", tools as one "<|tools|>" line and
+//     the generation prompt as "<|assistant|>".
+//   * Generation: if the prompt contains "echo:", the reply is the text after the last "echo:" up to the
+//     next "<|" (so tests script the exact output, tool-call markup included), cut into 3-byte pieces.
+//     Otherwise it is 8..15 pseudo-random words chosen by the seed (or by the prompt when no seed is
+//     given); a prompt containing "[long]" makes the words go on until max_tokens.
+//   * A prefix memory per cache_salt simulates the prompt cache: cached_tokens is the longest common
+//     prefix with any earlier prompt+reply, reported as tier "ram".
+// Thread-safe per the InferenceBackend contract.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "server/backend.h"
+
+namespace ember::server {
+
+class FakeBackend final : public InferenceBackend {
+ public:
+  struct Options {
+    std::string model_id = "ember-fake";
+    int32_t context_length = 4096;
+    int token_delay_ms = 0;  // sleep per token, so tests can disconnect or queue mid-generation
+  };
+  FakeBackend() : FakeBackend(Options{}) {}
+  explicit FakeBackend(Options options);
+
+  std::string model_id() const override { return options_.model_id; }
+  int32_t context_length() const override { return options_.context_length; }
+  StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special,
+                                          bool parse_special) const override;
+  StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const override;
+  StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& input) const override;
+  Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
+                  GenerationResult* out) override;
+  BackendStats Stats() const override;
+  Status FlushCache() override;
+
+  // Test hooks. Hold() makes every Generate() wait (still honouring cancel) until Release().
+  void Hold();
+  void Release();
+  int generations_started() const;
+  int cancelled_generations() const;
+  int flush_count() const;
+  GenerationRequest last_request() const;  // `cancel` is not meaningful in the copy
+
+  static constexpr int32_t kBos = 256;
+
+ private:
+  int32_t LookupPrefix(const GenerationRequest& req);
+  void Remember(const std::string& salt, std::vector<int32_t> tokens);
+  bool WaitWhileHeld(const GenerationRequest& req);
+
+  const Options options_;
+  mutable std::mutex mu_;
+  std::condition_variable held_cv_;
+  bool held_ = false;
+  std::map<std::string, std::vector<std::vector<int32_t>>> memory_;  // salt -> remembered sequences
+  GenerationRequest last_request_;
+  int generations_ = 0, cancelled_ = 0, flushes_ = 0;
+  int64_t lookups_ = 0, hits_ = 0, tokens_from_ram_ = 0, tokens_generated_ = 0;
+};
+
+}  // namespace ember::server

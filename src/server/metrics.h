@@ -1,0 +1,58 @@
+// A small Prometheus metrics registry (text exposition format 0.0.4): counters and histograms with
+// labels, rendered in definition order. Families are defined once at startup; recording is thread-safe
+// and takes one mutex (requests record a handful of values, so contention is negligible).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/backend.h"
+
+namespace ember::server {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+class MetricsRegistry {
+ public:
+  void DefineCounter(const std::string& name, const std::string& help);
+  void DefineGauge(const std::string& name, const std::string& help);
+  void DefineHistogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds);
+
+  // Recording into an undefined family is a programming error and is ignored.
+  void Add(const std::string& name, const Labels& labels, double delta = 1);
+  void Set(const std::string& name, const Labels& labels, double value);
+  void Observe(const std::string& name, const Labels& labels, double value);
+
+  double Value(const std::string& name, const Labels& labels) const;  // counters/gauges; 0 if absent
+  std::string RenderPrometheus() const;
+
+ private:
+  struct Series {
+    double value = 0;                 // counter / gauge
+    std::vector<uint64_t> buckets;    // histogram, per bound (not cumulative)
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  struct Family {
+    std::string name, help, type;
+    std::vector<double> bounds;
+    std::map<std::string, Series> series;  // rendered label set -> series
+  };
+  Family* Find(const std::string& name);
+
+  mutable std::mutex mu_;
+  std::vector<Family> families_;
+};
+
+// `{a="x",b="y"}` with Prometheus escaping; "" for no labels.
+std::string RenderLabels(const Labels& labels);
+// Number formatting for the exposition format (integers without exponent, +Inf/NaN spelled out).
+std::string FormatMetricValue(double v);
+// The backend's engine and per-tier cache values as metric families: ember_engine_<name>,
+// ember_cache_<name>{tier=...}; monotonic values get `_total` and TYPE counter.
+std::string RenderBackendStatsPrometheus(const BackendStats& stats);
+
+}  // namespace ember::server

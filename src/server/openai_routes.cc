@@ -1,0 +1,140 @@
+// POST /v1/chat/completions, POST /v1/completions, GET /v1/models.
+#include <memory>
+
+#include "server/completion_flow.h"
+#include "server/routes.h"
+#include "server/sse_writer.h"
+
+namespace ember::server {
+namespace {
+
+using nlohmann::json;
+
+struct StreamState {
+  ServerContext* ctx;
+  std::shared_ptr<GenerationJob> job;
+  CompletionRequest req;
+  ResponseMeta meta;
+  std::string route;
+};
+
+// Streams a chat completion: role chunk, content chunks (when tools were offered, text that may be a call
+// is held and sent, as content or tool_calls, at the end), a finish chunk, an optional usage chunk, [DONE].
+void StreamChat(StreamState& s, SseWriter& w) {
+  const bool usage = s.req.include_usage;
+  auto chunk = [&](json delta, const std::string& finish, const json& logprobs) {
+    json c = ChatChunkJson(s.meta, std::move(delta), finish, logprobs);
+    if (usage) c["usage"] = nullptr;
+    return w.Data(c);
+  };
+  chunk({{"role", "assistant"}, {"content", ""}}, "", nullptr);
+  TextSink sink = [&](const std::string& text, const std::vector<TokenEvent>& tokens) {
+    return chunk({{"content", text}}, "", s.req.logprobs ? ChatLogprobs(tokens) : json(nullptr));
+  };
+  PumpResult r = PumpJob(*s.ctx, *s.job, s.req, sink, [&] { return w.Raw(": ping\n\n"); }, s.meta.id + "-call-");
+  RecordGeneration(*s.ctx, s.route, r);
+  if (r.client_gone) return;
+  if (!r.status.ok()) {
+    w.Data(ErrorBody(FromStatus(r.status), ApiFlavor::kOpenAI));
+    w.Done();
+    return;
+  }
+  // With tools, text that might have been a call was held back; what was not a call goes out now.
+  if (!r.unsent_content.empty()) chunk({{"content", r.unsent_content}}, "", nullptr);
+  if (!r.output.parsed.tool_calls.empty()) {
+    chunk({{"tool_calls", OpenAIToolCalls(r.output.parsed.tool_calls, true)}}, "", nullptr);
+  }
+  chunk(json::object(), OpenAIFinishReason(r.output), nullptr);
+  if (usage) w.Data(UsageChunkJson(s.meta, "chat.completion.chunk", r.output.result));
+  w.Done();
+}
+
+void StreamText(StreamState& s, SseWriter& w) {
+  const bool usage = s.req.include_usage;
+  auto chunk = [&](const std::string& text, const std::string& finish, const json& logprobs) {
+    json c = TextChunkJson(s.meta, text, finish, logprobs);
+    if (usage) c["usage"] = nullptr;
+    return w.Data(c);
+  };
+  TextSink sink = [&](const std::string& text, const std::vector<TokenEvent>& tokens) {
+    return chunk(text, "", s.req.logprobs ? CompletionLogprobs(tokens) : json(nullptr));
+  };
+  PumpResult r = PumpJob(*s.ctx, *s.job, s.req, sink, [&] { return w.Raw(": ping\n\n"); }, "");
+  RecordGeneration(*s.ctx, s.route, r);
+  if (r.client_gone) return;
+  if (!r.status.ok()) {
+    w.Data(ErrorBody(FromStatus(r.status), ApiFlavor::kOpenAI));
+  } else {
+    chunk("", OpenAIFinishReason(r.output), nullptr);
+    if (usage) w.Data(UsageChunkJson(s.meta, "text_completion", r.output.result));
+  }
+  w.Done();
+}
+
+// Hands the stream to httplib: the provider runs on this same worker after the handler returns and
+// writes the whole stream in one call; the releaser cancels the job if the response was abandoned.
+void StartStream(httplib::Response& res, std::shared_ptr<StreamState> state, void (*stream)(StreamState&, SseWriter&)) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [state, stream](size_t, httplib::DataSink& sink) {
+        SseWriter w([&sink](std::string_view b) { return sink.write(b.data(), b.size()); });
+        stream(*state, w);
+        if (w.ok()) sink.done();
+        return w.ok();
+      },
+      [state](bool) { state->job->Cancel(); });
+}
+
+std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Request& http, httplib::Response& res,
+                                         ApiKind kind) {
+  ApiResult<json> body = ParseJsonBody(http);
+  if (!body.ok()) return body.error();
+  ApiResult<CompletionRequest> req =
+      kind == ApiKind::kChat ? ParseOpenAIChatRequest(body.value()) : ParseOpenAICompletionRequest(body.value());
+  if (!req.ok()) return req.error();
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value());
+  if (!job.ok()) return job.error();
+  const bool chat = kind == ApiKind::kChat;
+  auto state = std::make_shared<StreamState>(StreamState{
+      &ctx, job.value(), std::move(req.value()),
+      ResponseMeta{ctx.NewId(chat ? "chatcmpl-" : "cmpl-"), ctx.clock.unix_seconds(), ctx.model_id},
+      chat ? "/v1/chat/completions" : "/v1/completions"});
+  if (state->req.stream) {
+    StartStream(res, state, chat ? &StreamChat : &StreamText);
+    return std::nullopt;
+  }
+  PumpResult r = PumpJob(ctx, *state->job, state->req, nullptr, nullptr, state->meta.id + "-call-");
+  RecordGeneration(ctx, state->route, r);
+  if (!r.status.ok()) return FromStatus(r.status);
+  SetJson(res, chat ? ChatCompletionJson(state->meta, r.output, state->req.logprobs)
+                    : TextCompletionJson(state->meta, r.output, state->req.logprobs));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<Route> OpenAIRoutes(ServerContext& ctx) {
+  ServerContext* c = &ctx;
+  return {
+      {"POST", "/v1/chat/completions", ApiFlavor::kOpenAI, true,
+       [c](const httplib::Request& q, httplib::Response& s) { return HandleGeneration(*c, q, s, ApiKind::kChat); }},
+      {"POST", "/v1/completions", ApiFlavor::kOpenAI, true,
+       [c](const httplib::Request& q, httplib::Response& s) {
+         return HandleGeneration(*c, q, s, ApiKind::kCompletion);
+       }},
+      {"GET", "/v1/models", ApiFlavor::kOpenAI, true,
+       [c](const httplib::Request&, httplib::Response& s) -> std::optional<ApiError> {
+         json model = {{"id", c->model_id},
+                       {"object", "model"},
+                       {"created", c->clock.unix_seconds()},
+                       {"owned_by", "ember"},
+                       {"context_length", c->backend->context_length()}};
+         SetJson(s, {{"object", "list"}, {"data", json::array({model})}});
+         return std::nullopt;
+       }},
+  };
+}
+
+}  // namespace ember::server

@@ -1,0 +1,37 @@
+// The route table: every endpoint is one row (method, path, error flavor, auth, handler), so HttpServer
+// stays a small dispatcher and each API family lives in its own file.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/server_context.h"
+
+namespace ember::server {
+
+// Fills `res` and returns nullopt, or returns the error for the dispatcher to render in the route's flavor.
+using RouteHandler = std::function<std::optional<ApiError>(const httplib::Request&, httplib::Response&)>;
+
+struct Route {
+  std::string method;   // "GET" or "POST"
+  std::string path;     // exact path (no patterns)
+  ApiFlavor flavor = ApiFlavor::kOpenAI;
+  bool needs_auth = true;
+  RouteHandler handler;
+};
+
+std::vector<Route> OpenAIRoutes(ServerContext& ctx);     // /v1/chat/completions, /v1/completions, /v1/models
+std::vector<Route> AnthropicRoutes(ServerContext& ctx);  // /v1/messages, /v1/messages/count_tokens
+std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /tokenize, ...
+
+// The request body as JSON; a 400 naming the parse error when it is not.
+ApiResult<nlohmann::json> ParseJsonBody(const httplib::Request& req);
+void SetJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
+
+}  // namespace ember::server

@@ -1,0 +1,81 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+namespace ember::server {
+
+Scheduler::Scheduler(InferenceBackend* backend, size_t max_queue)
+    : backend_(backend), max_queue_(max_queue), lane_([this] { LaneLoop(); }) {}
+
+Scheduler::~Scheduler() { Shutdown(std::chrono::milliseconds(0)); }
+
+size_t Scheduler::LiveQueuedLocked() const {
+  // Jobs whose client already left still sit in the deque until the lane skips them; they do not count.
+  return static_cast<size_t>(
+      std::count_if(queue_.begin(), queue_.end(), [](const auto& j) { return !j->cancelled(); }));
+}
+
+Status Scheduler::Submit(std::shared_ptr<GenerationJob> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return FailedPrecondition("the server is shutting down");
+    if (LiveQueuedLocked() >= max_queue_) {
+      ++rejected_;
+      return ResourceExhausted("the generation queue is full (" + std::to_string(max_queue_) +
+                               " waiting); retry later");
+    }
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void Scheduler::LaneLoop() {
+  while (true) {
+    std::shared_ptr<GenerationJob> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = job;
+    }
+    GenerationResult result;
+    result.prompt_tokens = static_cast<int32_t>(job->request().prompt.size());
+    Status status;
+    if (job->cancelled()) {
+      result.finish_reason = FinishReason::kCancelled;  // client left while queued: skip the work
+    } else {
+      status = backend_->Generate(job->request(), [&job](const TokenEvent& t) { return job->OnToken(t); },
+                                  &result);
+    }
+    {
+      // Counted before the client hears kDone, so /stats never lags what a client has seen.
+      std::lock_guard<std::mutex> lock(mu_);
+      running_.reset();
+      ++completed_;
+    }
+    cv_.notify_all();
+    job->Complete(std::move(status), std::move(result));
+  }
+}
+
+void Scheduler::Shutdown(std::chrono::milliseconds grace) {
+  std::unique_lock<std::mutex> lock(mu_);
+  stopping_ = true;
+  cv_.notify_all();
+  cv_.wait_for(lock, grace, [&] { return queue_.empty() && running_ == nullptr; });
+  for (auto& job : queue_) job->Cancel();
+  if (running_) running_->Cancel();
+  lock.unlock();
+  cv_.notify_all();
+  if (lane_.joinable()) lane_.join();
+}
+
+Scheduler::Stats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {LiveQueuedLocked(), running_ ? size_t{1} : size_t{0}, completed_, rejected_, max_queue_};
+}
+
+}  // namespace ember::server

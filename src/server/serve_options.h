@@ -1,0 +1,28 @@
+// Configuration of `ember serve`, filled by the CLI (flags and EMBER_* environment variables) and
+// passed in; nothing in the server reads the environment itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::server {
+
+struct ServeOptions {
+  std::string model_path;                  // GGUF file; empty with `fake`
+  bool fake = false;                       // serve the deterministic FakeBackend (tests, demos)
+  std::string model_alias;                 // served model id; default: the backend's model_id()
+  std::string host = "127.0.0.1";          // loopback unless told otherwise
+  int port = 8080;                         // 0 = pick a free port
+  std::vector<std::string> api_keys;       // empty = no authentication
+  std::vector<std::string> cors_origins;   // beyond localhost; "*" allows any origin
+  size_t max_body_bytes = 8u << 20;        // larger request bodies get 413
+  size_t max_queue = 64;                   // waiting generations beyond this get 429
+  int http_threads = 64;                   // connection workers (each open stream holds one)
+  double shutdown_timeout_s = 10;          // grace for in-flight work on SIGTERM/SIGINT
+  int fake_token_delay_ms = 0;             // FakeBackend: per-token sleep
+  int32_t fake_context_length = 4096;      // FakeBackend: context length
+};
+
+}  // namespace ember::server

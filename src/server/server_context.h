@@ -1,0 +1,40 @@
+// What every route handler shares: the backend, the scheduler, metrics and configuration. Owned by
+// HttpServer; handlers get a reference. All members are thread-safe or immutable after start.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "server/access_control.h"
+#include "server/backend.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "server/serve_options.h"
+
+namespace ember::server {
+
+// Time is passed in (tests use a fake): steady seconds for durations, unix seconds for `created`.
+struct Clock {
+  std::function<double()> steady_seconds;
+  std::function<int64_t()> unix_seconds;
+};
+Clock SystemClock();
+
+struct ServerContext {
+  ServeOptions options;
+  InferenceBackend* backend = nullptr;
+  Scheduler* scheduler = nullptr;
+  MetricsRegistry* metrics = nullptr;
+  const AccessControl* access = nullptr;
+  Clock clock;
+  double started_at = 0;
+  std::string model_id;                 // the id clients see
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> draining{false};    // shutdown began: new work gets 503
+
+  std::string NewId(const char* prefix) { return prefix + std::to_string(next_id.fetch_add(1)); }
+};
+
+}  // namespace ember::server

@@ -1,0 +1,281 @@
+#include "bench/h2h.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+namespace ember::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A stack that returns scripted decode speeds (prefill fixed) and logs every call in a shared journal.
+class FakeStack : public StackRunner {
+ public:
+  FakeStack(std::string name, std::vector<std::string>* journal, std::deque<double> decode)
+      : name_(std::move(name)), journal_(journal), decode_(std::move(decode)) {}
+  std::string name() const override { return name_; }
+  bool Supports(Leg leg) const override { return leg == Leg::kDirect; }
+  StatusOr<RunMeasurement> Run(Leg leg, const BenchRequest& req) override {
+    journal_->push_back(name_);
+    last_tokens = req.tokens;
+    if (fail_after >= 0 && calls_++ >= fail_after) return Internal(name_ + " crashed");
+    if (decode_.empty()) return Internal(name_ + ": script exhausted");
+    RunMeasurement m;
+    m.prefill_tok_s = 300;
+    m.decode_tok_s = decode_.front();
+    decode_.pop_front();
+    m.peak_rss_bytes = 100 << 20;
+    m.version = name_ == "ember" ? std::nullopt : std::optional<std::string>("3.21.1");
+    m.variant = name_ == "ember" ? std::nullopt : std::optional<std::string>("libggml-cpu-zen4.so");
+    if (name_ == "ember") m.arch = "llama", m.dtype = "Q8_0", m.params = 600000000;
+    return m;
+  }
+  std::vector<int32_t> last_tokens;
+  int fail_after = -1;
+
+ private:
+  std::string name_;
+  std::vector<std::string>* journal_;
+  std::deque<double> decode_;
+  int calls_ = 0;
+};
+
+class H2hTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("h2h_" + std::to_string(::getpid()) + "_" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    model_ = (dir_ / "tiny.gguf").string();
+    std::ofstream(model_) << "GGUF tiny model";
+    auto db = EvalDb::Open((dir_ / "evals.sqlite").string());
+    ASSERT_TRUE(db.ok());
+    db_ = std::move(db).value();
+    cfg_.models = {model_};
+    cfg_.threads = 2;
+    cfg_.prompt_tokens = 8;
+    cfg_.gen_tokens = 4;
+    cfg_.rounds = 3;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  H2hEnv Env(std::vector<StackRunner*> stacks) {
+    H2hEnv env;
+    env.stacks = std::move(stacks);
+    env.db = db_.get();
+    env.tokenize = [this](const std::string&, int n) -> StatusOr<std::vector<int32_t>> {
+      ++tokenize_calls_;
+      std::vector<int32_t> ids;
+      for (int i = 0; i < n; ++i) ids.push_back(100 + i);
+      return ids;
+    };
+    env.preflight = [this]() {
+      ++preflights_;
+      return PreflightSnapshot{preflight_ok_, {{"ok", preflight_ok_}}};
+    };
+    env.now = [] { return std::string("2026-11-29T21:00:00Z"); };
+    env.revision = {"c0ffee", false};
+    return env;
+  }
+
+  fs::path dir_;
+  std::string model_;
+  std::unique_ptr<EvalDb> db_;
+  H2hConfig cfg_;
+  std::vector<std::string> journal_;
+  int tokenize_calls_ = 0, preflights_ = 0;
+  bool preflight_ok_ = true;
+};
+
+TEST_F(H2hTest, InterleavesAfterWarmupAndStoresOneRowPerStack) {
+  FakeStack ember("ember", &journal_, {999, 50, 51, 50.5});  // 999: the discarded warm-up
+  FakeStack peer("llama.cpp", &journal_, {1, 40, 40.5, 41});
+  H2hEnv env = Env({&ember, &peer});
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->stored, 2);
+  EXPECT_EQ(journal_, (std::vector<std::string>{"ember", "llama.cpp", "ember", "llama.cpp", "ember", "llama.cpp",
+                                                "ember", "llama.cpp"}));
+  EXPECT_EQ(tokenize_calls_, 1);
+  EXPECT_EQ(preflights_, 2);  // before and after the leg
+  EXPECT_EQ(ember.last_tokens, peer.last_tokens);
+  EXPECT_EQ(ember.last_tokens.size(), 8u);
+  auto rows = db_->List({});
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  const EvalRow& e = (*rows)[0];
+  EXPECT_EQ(e.stack, "ember");
+  EXPECT_DOUBLE_EQ(*e.decode_tok_s, 50.5);  // median of the measured rounds; warm-up excluded
+  EXPECT_EQ(e.tag, "stable");
+  EXPECT_EQ(e.n_runs, 3);
+  EXPECT_EQ(e.ember_commit, "c0ffee");
+  EXPECT_EQ(e.stack_version, "c0ffee");
+  EXPECT_EQ(e.prompt_tokens, 8);
+  EXPECT_TRUE(*e.preflight_ok);
+  EXPECT_NE(e.machine_state.find("\"before\""), std::string::npos);
+  EXPECT_EQ(e.model_hash, *db_->ModelHash(model_));
+  const EvalRow& p = (*rows)[1];
+  EXPECT_EQ(p.stack_version, "3.21.1");
+  EXPECT_EQ(p.stack_variant, "libggml-cpu-zen4.so");
+  EXPECT_EQ(p.arch, "llama");  // model identity shared from ember's report
+  auto samples = nlohmann::json::parse(p.samples);
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(samples[0]["decode_tok_s"].get<double>(), 40);
+}
+
+TEST_F(H2hTest, ResumeSkipsStoredCellsUnlessRedo) {
+  FakeStack ember("ember", &journal_, {50, 50, 50, 50, 50, 50, 50, 50});
+  FakeStack peer("llama.cpp", &journal_, {40, 40, 40, 40, 40, 40, 40, 40});
+  H2hEnv env = Env({&ember, &peer});
+  ASSERT_EQ(RunH2h(cfg_, env)->stored, 2);
+  journal_.clear();
+  auto again = RunH2h(cfg_, env);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->stored, 0);
+  EXPECT_EQ(again->skipped, 2);
+  EXPECT_TRUE(journal_.empty());
+  EXPECT_EQ(tokenize_calls_, 1);  // nothing to run, nothing tokenized
+  cfg_.redo = true;
+  EXPECT_EQ(RunH2h(cfg_, env)->stored, 2);
+  EXPECT_EQ(db_->List({})->size(), 4u);
+}
+
+TEST_F(H2hTest, NoisyCellGetsExtraRoundsAndIsTagged) {
+  // ember: 50, 30, 50.5 -> spread 1.68 -> extra 50.2 -> fastest three agree: stabilized.
+  FakeStack ember("ember", &journal_, {50, 50, 30, 50.5, 50.2});
+  // peer: wildly noisy, never settles within 3 extra rounds.
+  FakeStack peer("llama.cpp", &journal_, {40, 40, 20, 30, 25, 35, 22});
+  H2hEnv env = Env({&ember, &peer});
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->cells.size(), 2u);
+  EXPECT_EQ(s->cells[0].tag, StabilityTag::kStabilized);
+  EXPECT_EQ(s->cells[1].tag, StabilityTag::kUnstable);
+  auto rows = *db_->List({});
+  EXPECT_EQ(rows[0].n_runs, 4);
+  EXPECT_DOUBLE_EQ(*rows[0].decode_tok_s, 50.2);
+  EXPECT_EQ(rows[1].n_runs, 6);
+  EXPECT_EQ(rows[1].tag, "unstable");
+  auto samples = nlohmann::json::parse(rows[0].samples);
+  EXPECT_TRUE(samples[3]["extra"].get<bool>());
+}
+
+TEST_F(H2hTest, PreflightFailureIsTaggedNotDropped) {
+  preflight_ok_ = false;
+  FakeStack ember("ember", &journal_, {50, 50, 50, 50});
+  H2hEnv env = Env({&ember});
+  ASSERT_EQ(RunH2h(cfg_, env)->stored, 1);
+  EXPECT_FALSE(*(*db_->List({}))[0].preflight_ok);
+}
+
+TEST_F(H2hTest, FailingStackFailsOnlyItsCell) {
+  FakeStack ember("ember", &journal_, {50, 50, 50, 50});
+  FakeStack peer("llama.cpp", &journal_, {40, 40, 40, 40});
+  peer.fail_after = 2;  // warm-up and round 1 succeed, round 2 crashes
+  H2hEnv env = Env({&ember, &peer});
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->stored, 1);
+  EXPECT_EQ(s->failed, 1);
+  EXPECT_NE(s->cells[1].status.find("crashed"), std::string::npos);
+  // After the crash the peer is not called again.
+  EXPECT_EQ(std::count(journal_.begin(), journal_.end(), "llama.cpp"), 3);
+}
+
+TEST_F(H2hTest, UnimplementedLegsAreSkippedWithAReason) {
+  FakeStack ember("ember", &journal_, {50, 50, 50, 50});
+  cfg_.legs = {Leg::kServed, Leg::kDirect, Leg::kCacheWarm};
+  H2hEnv env = Env({&ember});
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->stored, 1);
+  EXPECT_EQ(s->skipped, 2);
+  EXPECT_NE(s->cells[0].status.find("served not implemented"), std::string::npos);
+  auto j = H2hSummaryToJson(*s);
+  EXPECT_EQ(j["cells"].size(), 3u);
+}
+
+TEST_F(H2hTest, MissingModelAndBadConfigAreErrorsNotCrashes) {
+  FakeStack ember("ember", &journal_, {50});
+  H2hEnv env = Env({&ember});
+  cfg_.models = {(dir_ / "missing.gguf").string()};
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->failed, 1);
+  EXPECT_TRUE(journal_.empty());
+  cfg_.rounds = 0;
+  EXPECT_FALSE(RunH2h(cfg_, env).ok());
+  H2hEnv empty = Env({});
+  cfg_.rounds = 3;
+  EXPECT_FALSE(RunH2h(cfg_, empty).ok());
+}
+
+TEST_F(H2hTest, ProgressCountsEveryRoundIncludingExtras) {
+  FakeStack ember("ember", &journal_, {50, 50, 30, 50.5, 50.2});
+  H2hEnv env = Env({&ember});
+  double t = 0;
+  Progress progress(1 * (3 + 1), /*tty=*/false, nullptr, [&t] { return t += 1; });
+  env.progress = &progress;
+  ASSERT_TRUE(RunH2h(cfg_, env).ok());
+  EXPECT_EQ(progress.done(), 5);
+  EXPECT_EQ(progress.total(), 5);
+}
+
+TEST(Progress, BarAndEta) {
+  double t = 0;
+  Progress p(4, false, nullptr, [&t] { return t; });
+  EXPECT_NE(p.Line("x").find("0/4 ETA ?"), std::string::npos);
+  t = 10;
+  p.Step("a");
+  EXPECT_EQ(p.Line("b"), "[######..................] 1/4 ETA 30s  b");
+  EXPECT_EQ(FormatDuration(192), "3m12s");
+  EXPECT_EQ(FormatDuration(3840), "1h04m");
+}
+
+TEST(StackJson, ParsesEmberAndPeerOutput) {
+  auto e = ParseEmberBenchJson("loading...\n{\"prefill_tok_s\": 400.5, \"decode_tok_s\": 51, \"peak_rss_bytes\": 1048576}\n");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_DOUBLE_EQ(*e->prefill_tok_s, 400.5);
+  EXPECT_EQ(e->peak_rss_bytes, 1048576);
+  auto p = ParsePeerBenchJson(R"({"prompt_tokens":3,"prefill_tok_s":355,"decode_tok_s":38,"tokens":[1,2],)"
+                              R"("peer":{"version":"3.21.1","cpu_variant":"libggml-cpu-zen4.so"}})");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->version, "3.21.1");
+  EXPECT_EQ(p->variant, "libggml-cpu-zen4.so");
+  EXPECT_FALSE(p->raw.contains("tokens"));
+  EXPECT_FALSE(ParsePeerBenchJson(R"({"error": "model file not found"})").ok());
+  EXPECT_FALSE(ParseEmberBenchJson("not json").ok());
+  EXPECT_FALSE(ParseEmberBenchJson("{}").ok());
+}
+
+TEST(Legs, NamesRoundTrip) {
+  for (const auto& l : AllLegs()) EXPECT_EQ(ParseLeg(l.name), l.leg);
+  EXPECT_FALSE(ParseLeg("warp"));
+  EXPECT_EQ(MetricsForLeg(Leg::kCacheWarm)[0].spec.dir, Direction::kLowerIsFaster);
+}
+
+}  // namespace
+}  // namespace ember::bench
+
+#include "bench/prompt_tokens.h"
+
+namespace ember::bench {
+namespace {
+
+TEST(PromptTokens, StretchKeepsBosOnceAndCyclesTheRest) {
+  EXPECT_EQ(StretchTokens({1, 5, 6, 7}, 9), (std::vector<int32_t>{1, 5, 6, 7, 5, 6, 7, 5, 6}));
+  EXPECT_EQ(StretchTokens({1, 5, 6, 7}, 2), (std::vector<int32_t>{1, 5}));
+  EXPECT_EQ(StretchTokens({9}, 3), (std::vector<int32_t>{9, 9, 9}));
+  EXPECT_TRUE(StretchTokens({}, 3).empty());
+  EXPECT_TRUE(StretchTokens({1, 2}, 0).empty());
+  EXPECT_GT(BenchPromptText().size(), 400u);
+}
+
+}  // namespace
+}  // namespace ember::bench

@@ -1,0 +1,248 @@
+// The cache in front of the real engine, on a tiny generated model: multi-turn reuse, bitwise equality
+// of logits and tokens between a cache hit and a cold run (spec §6), exact entries, concurrency.
+#include "cache/cached_session.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "cache/kv_entry_state.h"
+
+namespace ember {
+namespace {
+
+class CachedSessionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::filesystem::temp_directory_path() / ("ember_cache_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    const std::string model = (dir_ / "tiny.gguf").string();
+    const std::string cmd = std::string(EMBER_BINARY_DIR) + "/ember gen-model --out '" + model +
+                            "' --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type f32 > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    EngineOptions eo;
+    eo.threads = 2;
+    eo.ubatch = 64;
+    eo.n_ctx = 2048;
+    eo.kv_dtype = KvDtype::kF32;
+    auto e = Engine::Load(model, eo);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete engine_;
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Deterministic ids in the ordinary-token range.
+  static std::vector<int32_t> Ids(size_t n, uint32_t seed) {
+    std::vector<int32_t> v(n);
+    uint32_t x = seed * 2654435761u + 1;
+    for (auto& t : v) {
+      x = x * 1664525u + 1013904223u;
+      t = 100 + static_cast<int32_t>(x % 20000);
+    }
+    return v;
+  }
+  static std::vector<int32_t> Cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+  static SessionRequest Req(std::vector<int32_t> prompt, int max_tokens = 8, std::string ns = "") {
+    SessionRequest r;
+    r.prompt = std::move(prompt);
+    r.ns = std::move(ns);
+    r.generate.max_tokens = max_tokens;
+    r.generate.sampling.temperature = 0;  // greedy
+    r.generate.stop_at_eog = false;
+    return r;
+  }
+  static uint64_t Checksum(const KvState& kv) {
+    VectorSink sink;
+    EXPECT_TRUE(kv.Serialize(sink).ok());
+    return XXH3_64bits(sink.bytes().data(), sink.bytes().size());
+  }
+  // Logits after the whole prompt, through the session's Prepare (cache lookup and snapshot split).
+  static std::vector<float> PromptLogits(CachedSession& s, const SessionRequest& req, SessionResult* r) {
+    auto prep = s.Prepare(req, r);
+    EXPECT_TRUE(prep.ok());
+    const auto rest = std::span<const int32_t>(req.prompt).subspan(prep->pending);
+    auto logits = engine_->Prefill(*prep->seq, rest);
+    EXPECT_TRUE(logits.ok());
+    const size_t nv = static_cast<size_t>(engine_->model().config().n_vocab);
+    return std::vector<float>(*logits, *logits + nv);
+  }
+
+  PromptCache cache_{PromptCacheOptions{size_t{1} << 30, nullptr}};
+  static inline Engine* engine_ = nullptr;
+  static inline std::filesystem::path dir_;
+};
+
+// §7: a 10-turn conversation; from turn 2 on each turn prefills exactly its new tokens.
+TEST_F(CachedSessionTest, TenTurnConversationPrefillsOnlyNewTokens) {
+  CachedSession s(*engine_, &cache_);
+  std::vector<int32_t> history = Ids(300, 1);  // the system prompt
+  int64_t prev_entry = 0;
+  for (int turn = 0; turn < 10; ++turn) {
+    const auto prompt = Cat(history, Ids(20, 100 + static_cast<uint32_t>(turn)));
+    auto r = s.Generate(Req(prompt), nullptr);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->cached_tokens, prev_entry) << turn;
+    EXPECT_EQ(r->prefilled_tokens, static_cast<int64_t>(prompt.size()) - prev_entry) << turn;
+    EXPECT_EQ(r->snapshot_stored, turn == 0);  // only the first turn runs >= 256 tokens cold
+    // The entry holds the prompt and every generated token but the last (sampled, never forwarded).
+    EXPECT_EQ(r->entry_tokens, static_cast<int64_t>(prompt.size() + r->gen.tokens.size()) - 1);
+    history = Cat(prompt, r->gen.tokens);
+    prev_entry = r->entry_tokens;
+    EXPECT_EQ(cache_.stats().entries, 1u) << turn;  // each turn's entry supersedes the last
+  }
+}
+
+// §6: a cache hit gives bit-identical logits and tokens to a cold run (greedy).
+TEST_F(CachedSessionTest, CacheHitIsBitwiseEqualToColdRun) {
+  const auto prompt = Cat(Ids(280, 2), Ids(40, 3));
+  CachedSession cold(*engine_, nullptr);
+  SessionResult rc;
+  const auto cold_logits = PromptLogits(cold, Req(prompt), &rc);
+  EXPECT_EQ(rc.cached_tokens, 0);
+  auto cold_gen = cold.Generate(Req(prompt, 16), nullptr);
+  ASSERT_TRUE(cold_gen.ok());
+
+  CachedSession warm(*engine_, &cache_);
+  // Seed the cache with a conversation sharing the first 280 tokens (a cold run >= 256: split at L - 1).
+  ASSERT_TRUE(warm.Generate(Req(Cat(Ids(280, 2), Ids(30, 4))), nullptr).ok());
+  SessionResult rw;
+  const auto warm_logits = PromptLogits(warm, Req(prompt), &rw);
+  EXPECT_EQ(rw.cached_tokens, 280);
+  ASSERT_EQ(warm_logits.size(), cold_logits.size());
+  EXPECT_EQ(std::memcmp(warm_logits.data(), cold_logits.data(), cold_logits.size() * sizeof(float)), 0);
+  auto warm_gen = warm.Generate(Req(prompt, 16), nullptr);
+  ASSERT_TRUE(warm_gen.ok());
+  EXPECT_EQ(warm_gen->cached_tokens, 280);
+  EXPECT_EQ(warm_gen->gen.tokens, cold_gen->gen.tokens);
+  // An exact repeat is served as P[:-1] + 1 token, with the same tokens again.
+  auto again = warm.Generate(Req(prompt, 16), nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cached_tokens, static_cast<int64_t>(prompt.size()) - 1);
+  EXPECT_EQ(again->gen.tokens, cold_gen->gen.tokens);
+}
+
+// §2.3: two requests extend views of one donor at the same time; each produces what it produces alone
+// and the donor's bytes are unchanged.
+TEST_F(CachedSessionTest, ConcurrentRequestsOnOneDonor) {
+  const auto donor_prompt = Ids(100, 5);
+  const auto a = Cat(donor_prompt, Ids(30, 6)), b = Cat(donor_prompt, Ids(45, 7));
+  CachedSession cold(*engine_, nullptr);
+  auto alone_a = cold.Generate(Req(a, 12), nullptr), alone_b = cold.Generate(Req(b, 12), nullptr);
+  ASSERT_TRUE(alone_a.ok() && alone_b.ok());
+
+  CachedSession s(*engine_, &cache_);
+  ASSERT_TRUE(s.Generate(Req(donor_prompt, 1), nullptr).ok());  // entry: the 100 prompt tokens
+  const auto donor = cache_.EntriesByRecency()[0];
+  ASSERT_EQ(donor->tokens, donor_prompt);
+  const uint64_t before = Checksum(dynamic_cast<const KvEntryState&>(*donor->state).kv());
+  StatusOr<SessionResult> ra = Internal("not run"), rb = Internal("not run");
+  std::thread ta([&] { ra = s.Generate(Req(a, 12), nullptr); });
+  std::thread tb([&] { rb = s.Generate(Req(b, 12), nullptr); });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(ra->cached_tokens, 100);
+  EXPECT_EQ(rb->cached_tokens, 100);
+  EXPECT_EQ(ra->gen.tokens, alone_a->gen.tokens);
+  EXPECT_EQ(rb->gen.tokens, alone_b->gen.tokens);
+  EXPECT_EQ(Checksum(dynamic_cast<const KvEntryState&>(*donor->state).kv()), before);
+}
+
+// §2.4: N repeats of one prompt keep the entry count and bytes constant.
+TEST_F(CachedSessionTest, RepeatsKeepEntriesAndBytesConstant) {
+  CachedSession s(*engine_, &cache_);
+  const auto prompt = Ids(90, 8);
+  ASSERT_TRUE(s.Generate(Req(prompt), nullptr).ok());
+  const PromptCacheStats first = cache_.stats();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s.Generate(Req(prompt), nullptr).ok());
+  EXPECT_EQ(cache_.stats().entries, first.entries);
+  EXPECT_EQ(cache_.stats().bytes, first.bytes);
+  EXPECT_EQ(cache_.stats().replaced, 5u);
+}
+
+// §2.4: a stop that ends generation early leaves the entry's token list exact.
+TEST_F(CachedSessionTest, EarlyStopLeavesExactTokens) {
+  CachedSession s(*engine_, &cache_);
+  const auto prompt = Ids(50, 9);
+  int seen = 0;
+  auto r = s.Generate(Req(prompt, 20), [&](int32_t) { return ++seen < 3; });
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->gen.tokens.size(), 3u);
+  const auto entries = cache_.EntriesByRecency();
+  ASSERT_EQ(entries.size(), 1u);
+  // The 3rd token was sampled and rejected, never forwarded: not part of the entry.
+  EXPECT_EQ(entries[0]->tokens, Cat(prompt, {r->gen.tokens[0], r->gen.tokens[1]}));
+  EXPECT_EQ(entries[0]->state->n_pos(), 52);
+}
+
+// §2.5: a cold prefill of >= 256 tokens also stores the prompt-only state at exactly L - 1.
+TEST_F(CachedSessionTest, PromptBoundarySnapshotOnLongColdPrefill) {
+  CachedSession s(*engine_, &cache_);
+  const auto prompt = Ids(260, 10);
+  SessionResult r;
+  auto prep = s.Prepare(Req(prompt), &r);
+  ASSERT_TRUE(prep.ok());
+  EXPECT_TRUE(r.snapshot_stored);
+  EXPECT_EQ(prep->pending, prompt.size() - 1);
+  auto entries = cache_.EntriesByRecency();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0]->tokens, std::vector<int32_t>(prompt.begin(), prompt.end() - 1));
+  EXPECT_EQ(entries[0]->state->n_pos(), 259);
+  // A shorter cold run does not split.
+  SessionResult r2;
+  auto prep2 = s.Prepare(Req(Ids(200, 11)), &r2);
+  ASSERT_TRUE(prep2.ok());
+  EXPECT_FALSE(r2.snapshot_stored);
+  EXPECT_EQ(prep2->pending, 0u);
+}
+
+// §1: nothing computed under one namespace seeds another; §2.7 bypass neither reads nor writes.
+TEST_F(CachedSessionTest, NamespacesAndBypass) {
+  CachedSession s(*engine_, &cache_);
+  const auto prompt = Ids(60, 12);
+  ASSERT_TRUE(s.Generate(Req(prompt, 4, "tenant-a"), nullptr).ok());
+  auto other = s.Generate(Req(prompt, 4, "tenant-b"), nullptr);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->cached_tokens, 0);
+  auto same = s.Generate(Req(prompt, 4, "tenant-a"), nullptr);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->cached_tokens, 59);
+  SessionRequest bypass = Req(prompt, 4, "tenant-a");
+  bypass.bypass_cache = true;
+  const size_t inserts = cache_.stats().inserts;
+  auto b = s.Generate(bypass, nullptr);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->cached_tokens, 0);
+  EXPECT_EQ(cache_.stats().inserts, inserts);
+  EXPECT_EQ(cache_.stats().bypassed, 1u);
+}
+
+// Goal: a hit copies no bytes; its extension copies at most the shared partial tail block.
+TEST_F(CachedSessionTest, HitCopiesAtMostThePartialTailBlock) {
+  CachedSession s(*engine_, &cache_);
+  const auto base = Ids(64, 13);  // two whole blocks of 32
+  ASSERT_TRUE(s.Generate(Req(base, 1), nullptr).ok());
+  auto aligned = s.Generate(Req(Cat(base, Ids(10, 14)), 1), nullptr);
+  ASSERT_TRUE(aligned.ok());
+  EXPECT_EQ(aligned->cached_tokens, 64);
+  EXPECT_EQ(aligned->cow_bytes_copied, 0u);
+  // The aligned request left an entry of 74 tokens: a hit there shares a partly filled third block.
+  auto partial = s.Generate(Req(Cat(Cat(base, Ids(10, 14)), Ids(5, 15)), 1), nullptr);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->cached_tokens, 74);
+  EXPECT_EQ(partial->cow_bytes_copied, engine_->kv_config().block_bytes());
+  EXPECT_EQ(cache_.stats().cow_bytes_copied, engine_->kv_config().block_bytes());
+}
+
+}  // namespace
+}  // namespace ember

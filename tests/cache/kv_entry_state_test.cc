@@ -1,0 +1,167 @@
+// The cache over real KvStates (no model): zero-copy views, copy-on-write extension from several
+// threads, byte accounting of shared blocks, and the lookup latency goal on a 32k-token entry.
+#include "cache/kv_entry_state.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "cache/prompt_cache.h"
+
+namespace ember {
+namespace {
+
+KvConfig SmallConfig() {
+  KvConfig c;
+  c.n_layer = 2;
+  c.n_kv_head = 2;
+  c.head_dim_k = 8;
+  c.head_dim_v = 8;
+  c.dtype = KvDtype::kF32;
+  c.block_size = 32;
+  return c;
+}
+
+// Writes n positions whose values depend on (seed, position, layer): what a forward pass would store.
+void Append(KvState& kv, int64_t n, uint32_t seed) {
+  ASSERT_TRUE(kv.Reserve(n).ok());
+  std::vector<float> row(static_cast<size_t>(kv.config().kv_dim_k()));
+  for (int64_t pos = kv.n_pos(); pos < kv.n_pos() + n; ++pos) {
+    for (int l = 0; l < kv.config().n_layer; ++l) {
+      for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(seed * 1e-3 + pos + l * 0.5 + i * 1e-2);
+      kv.StoreK(l, pos, row.data());
+      kv.StoreV(l, pos, row.data());
+    }
+  }
+  kv.Commit(n);
+}
+
+uint64_t Checksum(const KvState& kv) {
+  VectorSink sink;
+  EXPECT_TRUE(kv.Serialize(sink).ok());
+  return XXH3_64bits(sink.bytes().data(), sink.bytes().size());
+}
+
+std::vector<int32_t> Tokens(int64_t n, int32_t branch = 0, int64_t from = 0) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), 1);
+  for (int64_t i = from; branch != 0 && i < n; ++i) t[static_cast<size_t>(i)] = branch * 100000 + static_cast<int32_t>(i);
+  return t;
+}
+
+KvState Filled(int64_t n, uint32_t seed = 1) {
+  KvState kv = std::move(KvState::Create(SmallConfig())).value();
+  Append(kv, n, seed);
+  return kv;
+}
+
+TEST(KvEntryState, FullAttentionLayersAreTrimmableAndViewsShareBlocks) {
+  KvEntryState s(Filled(100));
+  ASSERT_EQ(s.layers().size(), 1u);
+  EXPECT_EQ(s.layers()[0].kind, StateKind::kFull);
+  EXPECT_EQ(s.bytes(), 4 * SmallConfig().block_bytes());
+  auto v = s.View(70);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ((*v)->n_pos(), 70);
+  std::vector<const void*> a, b;
+  s.ForEachBuffer([&](const void* id, size_t) { a.push_back(id); });
+  (*v)->ForEachBuffer([&](const void* id, size_t) { b.push_back(id); });
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), a.begin()));  // zero copy
+}
+
+// §2.3: two requests extend views of one donor differently at the same time; each gets what it would
+// alone and the donor's bytes never change.
+TEST(KvEntryState, ConcurrentViewsOfOneDonorExtendedDifferently) {
+  PromptCache cache(PromptCacheOptions{size_t{1} << 30, nullptr});
+  const int64_t donor_len = 100;  // not a multiple of the block size: the shared tail block is partial
+  ASSERT_TRUE(cache.Insert(Tokens(donor_len), std::make_unique<KvEntryState>(Filled(donor_len)), "").ok());
+  const auto donor = cache.EntriesByRecency()[0];
+  const uint64_t before = Checksum(dynamic_cast<const KvEntryState&>(*donor->state).kv());
+
+  auto run = [&](int32_t branch, uint64_t* out) {
+    for (int round = 0; round < 20; ++round) {
+      auto hit = cache.Lookup(Tokens(donor_len + 60, branch, donor_len), "");
+      ASSERT_TRUE(hit.ok());
+      ASSERT_EQ(hit->p, donor_len);
+      KvState kv = std::move(dynamic_cast<KvEntryState&>(*hit->view)).Take();
+      Append(kv, 60, static_cast<uint32_t>(branch));
+      *out = Checksum(kv);
+    }
+  };
+  uint64_t got_a = 0, got_b = 0;
+  std::thread ta(run, 1, &got_a), tb(run, 2, &got_b);
+  ta.join();
+  tb.join();
+
+  auto alone = [&](uint32_t branch) {
+    KvState kv = Filled(donor_len);
+    Append(kv, 60, branch);
+    return Checksum(kv);
+  };
+  EXPECT_EQ(got_a, alone(1));
+  EXPECT_EQ(got_b, alone(2));
+  EXPECT_NE(got_a, got_b);
+  EXPECT_EQ(Checksum(dynamic_cast<const KvEntryState&>(*donor->state).kv()), before);
+}
+
+// Goal: a hit copies zero bytes; extending it copies at most the partial tail block (none when aligned).
+TEST(KvEntryState, HitCopiesNothingExtensionCopiesOnlyAPartialTail) {
+  const size_t block = SmallConfig().block_bytes();
+  for (int64_t p : {96, 100}) {
+    KvEntryState donor(Filled(200));
+    auto v = donor.View(p);
+    ASSERT_TRUE(v.ok());
+    KvState kv = std::move(dynamic_cast<KvEntryState&>(**v)).Take();
+    std::vector<const void*> adopted, after;
+    kv.ForEachBlock([&](const void* id, size_t) { adopted.push_back(id); });
+    Append(kv, 40, 9);
+    kv.ForEachBlock([&](const void* id, size_t) { after.push_back(id); });
+    size_t copied = 0;
+    for (size_t i = 0; i < adopted.size(); ++i) copied += adopted[i] != after[i] ? block : 0;
+    EXPECT_EQ(copied, p % 32 == 0 ? 0 : block) << p;
+  }
+}
+
+// Goal: lookup + view of a 32k-token entry < 1 ms.
+TEST(KvEntryState, LookupAndViewOf32kEntryIsUnderAMillisecond) {
+  PromptCache cache(PromptCacheOptions{size_t{1} << 30, nullptr});
+  const int64_t n = 32768;
+  ASSERT_TRUE(cache.Insert(Tokens(n), std::make_unique<KvEntryState>(Filled(n)), "").ok());
+  const auto prompt = Tokens(n + 1);
+  std::vector<double> us;
+  for (int i = 0; i < 41; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto hit = cache.Lookup(prompt, "");
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(hit.ok());
+    ASSERT_EQ(hit->p, n);
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("lookup+view of a 32k-token entry: median %.1f us, min %.1f us\n", us[us.size() / 2], us[0]);
+  EXPECT_LT(us[us.size() / 2], 1000.0);
+}
+
+// Repeats of one conversation through real KV blocks: the cache charges shared blocks once.
+TEST(KvEntryState, SiblingEntriesShareTheirCommonBlocksInTheCharge) {
+  PromptCache cache(PromptCacheOptions{size_t{1} << 30, nullptr});
+  const size_t block = SmallConfig().block_bytes();
+  KvState sys = Filled(64);  // two full blocks
+  auto v1 = sys.View(64), v2 = sys.View(64);
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  ASSERT_TRUE(cache.Insert(Tokens(64), std::make_unique<KvEntryState>(std::move(sys)), "").ok());
+  Append(*v1, 32, 1);
+  Append(*v2, 32, 2);
+  ASSERT_TRUE(cache.Insert(Tokens(96, 1, 64), std::make_unique<KvEntryState>(std::move(*v1)), "").ok());
+  ASSERT_TRUE(cache.Insert(Tokens(96, 2, 64), std::make_unique<KvEntryState>(std::move(*v2)), "").ok());
+  EXPECT_EQ(cache.stats().entries, 2u);  // the 64-token entry was superseded
+  EXPECT_EQ(cache.stats().bytes, 4 * block);  // 2 shared + 1 + 1, not 3 + 3
+}
+
+}  // namespace
+}  // namespace ember

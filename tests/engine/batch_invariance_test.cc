@@ -1,0 +1,137 @@
+// spec/cache.md §6: logits of position i are bitwise identical whether i was computed inside a prefill
+// chunk of any size or as a single decode step, and a sequence continued from a shared KV view gives
+// bitwise the logits of one computed from scratch.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "engine/engine.h"
+#include "engine_test_util.h"
+
+namespace ember {
+namespace {
+
+// FNV-1a of a logits row's bytes: rows are compared by hash so 300 x 128k floats need not be kept.
+uint64_t RowHash(const float* row, int64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* b = reinterpret_cast<const uint8_t*>(row);
+  for (int64_t i = 0; i < n * 4; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+// Evaluates `tokens` on a fresh sequence in chunks of the given sizes; returns one hash per position.
+std::vector<uint64_t> EvalChunked(Engine& e, const std::vector<int32_t>& tokens, const std::vector<int64_t>& chunks) {
+  auto seq = e.NewSequence(/*all_logits=*/true);
+  EXPECT_TRUE(seq.ok());
+  const int64_t nv = e.model().config().n_vocab;
+  std::vector<uint64_t> hashes;
+  std::vector<float> rows;
+  size_t at = 0;
+  for (int64_t len : chunks) {
+    rows.clear();
+    std::span<const int32_t> part(tokens.data() + at, static_cast<size_t>(len));
+    EXPECT_TRUE(e.Evaluate(**seq, part, len, &rows).ok());
+    for (int64_t i = 0; i < len; ++i) hashes.push_back(RowHash(rows.data() + i * nv, nv));
+    at += static_cast<size_t>(len);
+  }
+  EXPECT_EQ(at, tokens.size());
+  return hashes;
+}
+
+std::vector<int64_t> RandomChunks(std::mt19937& rng, int64_t total, int64_t max_chunk) {
+  std::vector<int64_t> chunks;
+  for (int64_t left = total; left > 0;) {
+    const int64_t len = std::min<int64_t>(left, 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(max_chunk)));
+    chunks.push_back(len);
+    left -= len;
+  }
+  return chunks;
+}
+
+class BatchInvarianceTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BatchInvarianceTest, LogitsIndependentOfChunking) {
+  const std::string dir = testutil::MakeTempDir("batchinv");
+  const std::string model = testutil::GenModel(dir, "m", GetParam());
+  for (KvDtype kv : {KvDtype::kF16, KvDtype::kF32}) {
+    EngineOptions eo;
+    eo.threads = 2;
+    eo.kv_dtype = kv;
+    eo.load_tokenizer = false;
+    eo.ubatch = 64;
+    auto engine = Engine::Load(model, eo);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    const int64_t nv = (*engine)->model().config().n_vocab;
+    std::mt19937 rng(11);
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 300; ++i) tokens.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(nv)));
+    // Reference: one token per step (pure decode).
+    const std::vector<uint64_t> ref = EvalChunked(**engine, tokens, std::vector<int64_t>(300, 1));
+    for (int trial = 0; trial < 3; ++trial) {
+      const auto chunks = RandomChunks(rng, 300, trial == 0 ? 64 : 37);
+      const std::vector<uint64_t> got = EvalChunked(**engine, tokens, chunks);
+      ASSERT_EQ(got.size(), ref.size());
+      int diff = 0;
+      for (size_t i = 0; i < ref.size(); ++i) diff += got[i] != ref[i];
+      EXPECT_EQ(diff, 0) << "positions whose logits differ from the decode-step reference (trial " << trial << ")";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, BatchInvarianceTest,
+    ::testing::Values(
+        "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type q8_0 --seed 5",
+        "--arch qwen3 --tokenizer qwen3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 1 --n-ff 96 --type f16 --seed 6"));
+
+// A request served from a cached prefix (a View of a donor's state) continues bitwise like a cold run,
+// and the donor is unaffected by it.
+TEST(CacheDeterminismTest, ViewContinuationEqualsColdRun) {
+  const std::string dir = testutil::MakeTempDir("viewdet");
+  const std::string model = testutil::GenModel(
+      dir, "m", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 4 --n-ff 128 --type q4_0 --seed 8");
+  EngineOptions eo;
+  eo.threads = 2;
+  eo.load_tokenizer = false;
+  eo.ubatch = 32;
+  auto engine = Engine::Load(model, eo);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Engine& e = **engine;
+  const int64_t nv = e.model().config().n_vocab;
+  std::mt19937 rng(3);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 90; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(nv)));
+  GenerateOptions go;
+  go.max_tokens = 16;
+  go.sampling.temperature = 0.9f;
+  go.sampling.seed = 42;
+  go.stop_at_eog = false;
+  // Cold: the whole prompt from scratch.
+  auto cold = e.NewSequence();
+  auto cold_gen = e.Generate(**cold, prompt, go, nullptr);
+  ASSERT_TRUE(cold_gen.ok());
+  // Donor holds a different continuation of the first 70 tokens; a view at 45 (mid-block) serves the prefix.
+  auto donor = e.NewSequence();
+  std::vector<int32_t> donor_tokens(prompt.begin(), prompt.begin() + 70);
+  donor_tokens.push_back(1);
+  ASSERT_TRUE(e.Prefill(**donor, donor_tokens).ok());
+  VectorSink before;
+  ASSERT_TRUE((*donor)->kv().Serialize(before).ok());
+  auto view = (*donor)->kv().View(45);
+  ASSERT_TRUE(view.ok());
+  auto warm = e.NewSequence();
+  ASSERT_TRUE((*warm)->Adopt(std::move(*view), std::vector<int32_t>(prompt.begin(), prompt.begin() + 45)).ok());
+  std::vector<int32_t> rest(prompt.begin() + 45, prompt.end());
+  auto warm_gen = e.Generate(**warm, rest, go, nullptr);
+  ASSERT_TRUE(warm_gen.ok());
+  EXPECT_EQ(warm_gen->tokens, cold_gen->tokens);
+  EXPECT_EQ(std::memcmp((*warm)->last_logits(), (*cold)->last_logits(), static_cast<size_t>(nv) * 4), 0);
+  EXPECT_EQ((*warm)->tokens(), (*cold)->tokens());
+  VectorSink after;
+  ASSERT_TRUE((*donor)->kv().Serialize(after).ok());
+  EXPECT_EQ(before.bytes(), after.bytes());
+}
+
+}  // namespace
+}  // namespace ember

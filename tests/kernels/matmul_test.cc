@@ -1,0 +1,182 @@
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "format/quant.h"
+#include "kernels/act_quant.h"
+#include "kernels/kernel_test_util.h"
+
+namespace ember::kernels {
+namespace {
+
+using testing::kAllTypes;
+using testing::MakeWeight;
+using testing::RandomFloats;
+using testing::RoundUpToBlock;
+
+bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The activations after conversion to the dot type, dequantized (what the kernel really multiplies).
+std::vector<float> DequantizedActs(GgmlType type, const float* x, int64_t n_tok, int64_t n_in) {
+  ActBatch acts;
+  acts.Convert(DotTypeOf(type), x, n_tok, n_in);
+  std::vector<float> out(static_cast<size_t>(n_tok * n_in));
+  const int64_t blk = DotTypeOf(type) == DotType::kQ8_K ? 256 : 32;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const ActRow r = acts.Row(t);
+    for (int64_t i = 0; i < n_in; ++i) {
+      out[t * n_in + i] = r.f != nullptr ? r.f[i] : r.d[i / blk] * r.q[i];
+    }
+  }
+  return out;
+}
+
+class MatMulTypeTest : public ::testing::TestWithParam<GgmlType> {};
+
+// The reference against a float64 oracle: dequantized weights · dequantized dot-type activations.
+// The only differences are f32 rounding of block scales/accumulation (1e-5 relative to sum |w x|)
+// and, for Q4_1/Q5_1, ggml's fp16-rounded s = d * sum(q) term (2e-3 of sum |m s|, bounded here
+// by the generous 1e-3 * sum|w||x| term below).
+TEST_P(MatMulTypeTest, ReferenceMatchesFloat64Oracle) {
+  const GgmlType type = GetParam();
+  const int64_t n_in = RoundUpToBlock(type, 512), n_out = 7, n_tok = 3;
+  auto w = MakeWeight(type, n_in, n_out, 11);
+  const auto x = RandomFloats(static_cast<size_t>(n_in * n_tok), 12);
+  std::vector<float> y(static_cast<size_t>(n_out * n_tok));
+  MatMulReference(w.view, x.data(), n_tok, y.data());
+  const auto xq = DequantizedActs(type, x.data(), n_tok, n_in);
+  std::vector<float> wrow(static_cast<size_t>(n_in));
+  for (int64_t o = 0; o < n_out; ++o) {
+    ASSERT_TRUE(Dequantize(type, w.view.data + o * w.view.row_bytes, wrow.data(), n_in).ok());
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double dot = 0, mag = 0, exact = 0, exact_mag = 0;
+      for (int64_t i = 0; i < n_in; ++i) {
+        dot += static_cast<double>(wrow[i]) * xq[t * n_in + i];
+        mag += std::fabs(static_cast<double>(wrow[i]) * xq[t * n_in + i]);
+        exact += static_cast<double>(wrow[i]) * x[t * n_in + i];
+        exact_mag += std::fabs(static_cast<double>(wrow[i]) * x[t * n_in + i]);
+      }
+      const bool has_min = type == GgmlType::Q4_1 || type == GgmlType::Q5_1;
+      const double tol = 1e-5 * mag + (has_min ? 1e-3 * mag : 0.0) + 1e-6;
+      EXPECT_NEAR(y[t * n_out + o], dot, tol) << GgmlTypeName(type) << " o=" << o << " t=" << t;
+      // And against the unquantized activations: the dot-type rounding costs < 2% of sum |w x|.
+      EXPECT_NEAR(y[t * n_out + o], exact, 0.02 * exact_mag) << GgmlTypeName(type);
+    }
+  }
+}
+
+TEST_P(MatMulTypeTest, FastMatchesReferenceBitwise) {
+  const GgmlType type = GetParam();
+  ThreadPool pool(2);
+  for (int64_t n_in_raw : {32, 45, 256, 288, 300, 896, 1024}) {
+    const int64_t n_in = RoundUpToBlock(type, n_in_raw);
+    for (int64_t n_out : {1, 5, 33}) {
+      auto w = MakeWeight(type, n_in, n_out, static_cast<uint32_t>(n_in * 31 + n_out));
+      for (int64_t n_tok : {1, 3, 17, 64}) {
+        const auto x = RandomFloats(static_cast<size_t>(n_in * n_tok), static_cast<uint32_t>(n_tok), 2.0f);
+        std::vector<float> fast(static_cast<size_t>(n_out * n_tok)), ref(fast.size());
+        MatMul(w.view, x.data(), n_tok, fast.data(), pool);
+        MatMulReference(w.view, x.data(), n_tok, ref.data());
+        ASSERT_TRUE(BitwiseEqual(fast, ref))
+            << GgmlTypeName(type) << " n_in=" << n_in << " n_out=" << n_out << " n_tok=" << n_tok;
+      }
+    }
+  }
+}
+
+// Row t of a batched call is bitwise the single-token result, for any batch size and thread count.
+TEST_P(MatMulTypeTest, BatchAndThreadInvariance) {
+  const GgmlType type = GetParam();
+  const int64_t n_in = RoundUpToBlock(type, 768), n_out = 37;
+  auto w = MakeWeight(type, n_in, n_out, 5);
+  ThreadPool one(1), two(2), three(3);
+  std::mt19937 rng(static_cast<uint32_t>(type) + 100);
+  for (int trial = 0; trial < 3; ++trial) {
+    const int64_t n_tok = 2 + static_cast<int64_t>(rng() % 40);
+    const auto x = RandomFloats(static_cast<size_t>(n_in * n_tok), rng());
+    std::vector<float> batch(static_cast<size_t>(n_out * n_tok)), batch2(batch.size()), batch3(batch.size());
+    MatMul(w.view, x.data(), n_tok, batch.data(), two);
+    MatMul(w.view, x.data(), n_tok, batch2.data(), one);
+    MatMul(w.view, x.data(), n_tok, batch3.data(), three);
+    EXPECT_TRUE(BitwiseEqual(batch, batch2)) << GgmlTypeName(type);
+    EXPECT_TRUE(BitwiseEqual(batch, batch3)) << GgmlTypeName(type);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      std::vector<float> single(static_cast<size_t>(n_out));
+      MatMul(w.view, x.data() + t * n_in, 1, single.data(), t % 2 ? one : two);
+      const std::vector<float> row(batch.begin() + t * n_out, batch.begin() + (t + 1) * n_out);
+      ASSERT_TRUE(BitwiseEqual(single, row)) << GgmlTypeName(type) << " n_tok=" << n_tok << " t=" << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulTypeTest, ::testing::ValuesIn(kAllTypes),
+                         [](const auto& info) { return std::string(GgmlTypeName(info.param)); });
+
+// Raw Q8_0 bytes including -128 weights (never produced by ggml's quantizer but legal in a file):
+// the SIMD sign trick must not overflow.
+TEST(MatMulTest, Q8_0ExtremeWeights) {
+  const int64_t n_in = 256, n_out = 4;
+  std::vector<uint8_t> bytes(RowBytes(GgmlType::Q8_0, n_in) * n_out);
+  std::mt19937 rng(3);
+  for (size_t b = 0; b < bytes.size(); b += 34) {
+    const uint16_t d = 0x3c00;  // 1.0
+    std::memcpy(&bytes[b], &d, 2);
+    for (int j = 0; j < 32; ++j) bytes[b + 2 + j] = (rng() % 3 == 0) ? 0x80 : static_cast<uint8_t>(rng());
+  }
+  WeightView w{GgmlType::Q8_0, bytes.data(), n_in, n_out, RowBytes(GgmlType::Q8_0, n_in)};
+  const auto x = RandomFloats(n_in * 5, 9);
+  std::vector<float> fast(n_out * 5), ref(n_out * 5);
+  ThreadPool pool(2);
+  MatMul(w, x.data(), 5, fast.data(), pool);
+  MatMulReference(w, x.data(), 5, ref.data());
+  EXPECT_TRUE(BitwiseEqual(fast, ref));
+}
+
+// ember's builds target x86-64-v3 at least, so the SIMD path must be the one under test above.
+TEST(MatMulTest, DispatchesToAvx2) { EXPECT_STREQ(MatMulBackendName(), "avx2"); }
+
+TEST(MatMulTest, CheckWeightRejectsBadViews) {
+  std::vector<uint8_t> bytes(1024);
+  WeightView ok{GgmlType::Q8_0, bytes.data(), 64, 2, 68};
+  EXPECT_TRUE(CheckWeight(ok).ok());
+  WeightView v = ok;
+  v.n_in = 48;
+  EXPECT_EQ(CheckWeight(v).code(), StatusCode::kInvalidArgument);
+  v = ok;
+  v.row_bytes = 67;
+  EXPECT_EQ(CheckWeight(v).code(), StatusCode::kInvalidArgument);
+  v = ok;
+  v.data = nullptr;
+  EXPECT_EQ(CheckWeight(v).code(), StatusCode::kInvalidArgument);
+  v = ok;
+  v.type = GgmlType::Q2_K;
+  EXPECT_EQ(CheckWeight(v).code(), StatusCode::kUnimplemented);
+  v = ok;
+  v.n_out = 0;
+  EXPECT_EQ(CheckWeight(v).code(), StatusCode::kInvalidArgument);
+}
+
+// Padded rows (row_bytes > RowBytes) are honoured.
+TEST(MatMulTest, RowStride) {
+  auto w = MakeWeight(GgmlType::Q4_0, 64, 3, 1);
+  const size_t rb = w.view.row_bytes, padded = rb + 16;
+  std::vector<uint8_t> bytes(padded * 3, 0xee);
+  for (int o = 0; o < 3; ++o) std::memcpy(&bytes[o * padded], &w.bytes[o * rb], rb);
+  WeightView v{GgmlType::Q4_0, bytes.data(), 64, 3, padded};
+  const auto x = RandomFloats(64, 2);
+  std::vector<float> a(3), b(3);
+  MatMulReference(w.view, x.data(), 1, a.data());
+  ThreadPool pool(1);
+  MatMul(v, x.data(), 1, b.data(), pool);
+  EXPECT_TRUE(BitwiseEqual(a, b));
+}
+
+}  // namespace
+}  // namespace ember::kernels

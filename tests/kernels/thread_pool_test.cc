@@ -1,0 +1,87 @@
+#include "kernels/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace ember::kernels {
+namespace {
+
+TEST(ThreadPoolTest, EveryIndexExactlyOnce) {
+  ThreadPool pool(3);
+  for (int64_t n : {1, 2, 3, 4, 7, 100, 1001}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    pool.ParallelFor(n, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(ThreadPoolTest, FewerItemsThanThreads) {
+  ThreadPool pool(4);
+  std::atomic<int> calls{0}, items{0};
+  pool.ParallelFor(2, [&](int64_t b, int64_t e, int) { calls++; items += static_cast<int>(e - b); });
+  EXPECT_EQ(items.load(), 2);
+  EXPECT_LE(calls.load(), 2);
+  pool.ParallelFor(0, [&](int64_t, int64_t, int) { calls += 100; });
+  EXPECT_LE(calls.load(), 2);
+}
+
+TEST(ThreadPoolTest, StaticPartitionIsDeterministic) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int> owner(10, -1);
+    pool.ParallelFor(10, [&](int64_t b, int64_t e, int t) {
+      for (int64_t i = b; i < e; ++i) owner[i] = t;
+    });
+    EXPECT_EQ(owner, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 2, 2, 2}));
+  }
+}
+
+// Threads are created once: across many calls, only size() distinct OS threads ever run work.
+TEST(ThreadPoolTest, ReusesThreads) {
+  ThreadPool pool(3);
+  EXPECT_EQ(pool.size(), 3);
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  for (int round = 0; round < 500; ++round) {
+    pool.ParallelFor(3, [&](int64_t, int64_t, int) {
+      std::lock_guard<std::mutex> lk(mu);
+      ids.insert(std::this_thread::get_id());
+    });
+  }
+  EXPECT_EQ(ids.size(), 3u);
+  EXPECT_TRUE(ids.count(std::this_thread::get_id()));  // the owner is thread 0
+}
+
+TEST(ThreadPoolTest, ThreadIndicesMatchPartition) {
+  ThreadPool pool(2);
+  std::vector<int> seen(2, 0);
+  pool.ParallelFor(2, [&](int64_t b, int64_t, int t) { seen[t] = static_cast<int>(b) + 1; });
+  EXPECT_EQ(seen[0], 1);
+  EXPECT_EQ(seen[1], 2);
+}
+
+TEST(ThreadPoolTest, SurvivesIdleSleep) {
+  // Workers fall back to the condition variable after spinning; a later call must still wake them.
+  ThreadPool pool(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::atomic<int> n{0};
+  pool.ParallelFor(2, [&](int64_t b, int64_t e, int) { n += static_cast<int>(e - b); });
+  EXPECT_EQ(n.load(), 2);
+}
+
+TEST(ThreadPoolTest, SizeClampedAndCoreCount) {
+  ThreadPool pool(0);
+  EXPECT_EQ(pool.size(), 1);
+  EXPECT_GE(PhysicalCoreCount(), 1);
+  EXPECT_LE(PhysicalCoreCount(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+}  // namespace
+}  // namespace ember::kernels

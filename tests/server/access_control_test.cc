@@ -1,0 +1,52 @@
+#include "server/access_control.h"
+
+#include <gtest/gtest.h>
+
+namespace ember::server {
+namespace {
+
+TEST(AccessControl, NoKeysMeansOpen) {
+  AccessControl a({}, {});
+  EXPECT_FALSE(a.auth_required());
+  EXPECT_TRUE(a.Authorized("", ""));
+}
+
+TEST(AccessControl, BearerAndXApiKey) {
+  AccessControl a({"sekrit", "other"}, {});
+  EXPECT_TRUE(a.Authorized("Bearer sekrit", ""));
+  EXPECT_TRUE(a.Authorized("", "other"));
+  EXPECT_FALSE(a.Authorized("Bearer wrong", ""));
+  EXPECT_FALSE(a.Authorized("sekrit", ""));        // missing "Bearer "
+  EXPECT_FALSE(a.Authorized("Bearer ", ""));
+  EXPECT_FALSE(a.Authorized("", ""));
+  EXPECT_FALSE(a.Authorized("Bearer sekri", ""));  // prefix of a key
+}
+
+TEST(AccessControl, EmptyConfiguredKeyIsIgnored) {
+  AccessControl a({""}, {});
+  EXPECT_FALSE(a.auth_required());
+}
+
+TEST(AccessControl, LocalhostOrigins) {
+  EXPECT_TRUE(IsLocalhostOrigin("http://localhost"));
+  EXPECT_TRUE(IsLocalhostOrigin("http://localhost:3000"));
+  EXPECT_TRUE(IsLocalhostOrigin("https://127.0.0.1:8443"));
+  EXPECT_TRUE(IsLocalhostOrigin("http://[::1]:80"));
+  EXPECT_FALSE(IsLocalhostOrigin("http://localhost.evil.com"));
+  EXPECT_FALSE(IsLocalhostOrigin("http://127.0.0.1.evil.com"));
+  EXPECT_FALSE(IsLocalhostOrigin("http://localhost:80x"));
+  EXPECT_FALSE(IsLocalhostOrigin("null"));
+}
+
+TEST(AccessControl, ConfiguredOrigins) {
+  AccessControl a({}, {"https://app.example.com"});
+  EXPECT_TRUE(a.OriginAllowed("https://app.example.com"));
+  EXPECT_TRUE(a.OriginAllowed("http://localhost:5173"));
+  EXPECT_FALSE(a.OriginAllowed("https://evil.example.com"));
+  EXPECT_FALSE(a.OriginAllowed(""));
+  AccessControl any({}, {"*"});
+  EXPECT_TRUE(any.OriginAllowed("https://anything.example"));
+}
+
+}  // namespace
+}  // namespace ember::server
