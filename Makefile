@@ -23,10 +23,15 @@ build: $(BUILD)/CMakeCache.txt
 demo-model: build
 	@scripts/make-demo-model "$(DEMO_MODEL)"
 
-# Fast unit tests first, then the bounded parity/end-to-end set, then a bounded fuzz run.
+# Unit tests first (ctest: every module's GoogleTest binary, fast ones first, parity tests with the
+# llama.cpp peer among them), then the end-to-end tests with real HTTP clients, then a bounded fuzz run.
 test: setup build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1200
+	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+e2e: build
+	@cd tests/e2e && EMBER_BIN=$(abspath $(BUILD))/ember node --test --test-concurrency=1 .
 
 fuzz-build:
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON \

@@ -14,6 +14,9 @@
 //        teacher-forced: row i = llama.cpp's softmax after tokens[0..i], float32 LE, n_tokens x n_vocab
 //   bench MODEL --tokens 1,2,3 [--gen N] [--threads N] [--kv f16|f32]
 //        prefill the tokens, then greedy-decode N tokens; prints timings
+//   check-models - --list LIST.json
+//        LIST.json = [{"path": ..., "tokens": [...]}, ...]; loads each model in one process, evaluates the
+//        tokens, and reports per model: loaded, n_vocab, all probabilities finite, top token
 import fs from "node:fs";
 import path from "node:path";
 import {getLlama, LlamaLogLevel, readGgufFileInfo} from "node-llama-cpp";
@@ -75,7 +78,39 @@ async function makeSequence(model, n, opts) {
   return {context, seq: context.getSequence()};
 }
 
+async function checkOne(item) {
+  let model = null;
+  try {
+    model = await loadModel(item.path);
+    const {context, seq} = await makeSequence(model, item.tokens.length, {});
+    const input = item.tokens.map((t, i) => i === item.tokens.length - 1
+        ? [t, {generateNext: {probabilities: true, options: {temperature: 0}}}] : t);
+    const res = await seq.controlledEvaluate(input);
+    const probs = res[item.tokens.length - 1]?.next?.probabilities;
+    let finite = !!probs && probs.size > 0, sum = 0, top = null, topP = -1;
+    for (const [tok, p] of probs ?? []) {
+      if (!Number.isFinite(p)) finite = false;
+      sum += p;
+      if (p > topP) { topP = p; top = tok; }
+    }
+    await context.dispose();
+    return {path: item.path, loaded: true, n_vocab: model.tokens.vocabularySize ?? null, finite,
+            prob_sum: sum, top, top_p: topP};
+  } catch (e) {
+    return {path: item.path, loaded: false, error: String(e?.message ?? e)};
+  } finally {
+    await model?.dispose();
+  }
+}
+
 const commands = {
+  async "check-models"(_unused, o) {
+    const list = JSON.parse(fs.readFileSync(o.list, "utf8"));
+    const results = [];
+    for (const item of list) results.push(await checkOne(item));
+    return {results, peer: peerInfo(await llama())};
+  },
+
   async meta(modelPath) {
     const info = await readGgufFileInfo(modelPath, {readTensorInfo: true});
     const model = await loadModel(modelPath);
@@ -139,7 +174,8 @@ const commands = {
     const tokens = ids(o.tokens);
     if (!tokens.length) throw new Error("--tokens is empty");
     const model = await loadModel(modelPath);
-    const nVocab = model.tokens.vocabularySize ?? model.fileInsights?.vocabularySize;
+    // node-llama-cpp exposes no vocabulary size: llama.cpp's n_vocab is the tokenizer token count.
+    const nVocab = model.tokens.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens?.length;
     const {seq} = await makeSequence(model, tokens.length, o);
     const input = tokens.map((t) => [t, {generateNext: {probabilities: true, options: {temperature: 0}}}]);
     const t0 = performance.now();

@@ -207,6 +207,9 @@ std::string LoadReportToText(const LoadReport& r) {
   if (!r.open.empty())
     out += r.open_knee ? "open-loop knee: " + std::to_string(static_cast<int>(r.open[*r.open_knee].level)) + " requests/min\n"
                        : std::string("open-loop knee: not reached\n");
+  for (const auto* v : {&r.closed, &r.open})
+    for (const auto& s : *v)
+      if (s.errors > 0) out += s.mode + " " + std::to_string(static_cast<int>(s.level)) + ": first error: " + s.first_error + "\n";
   out += "errors: " + std::to_string(r.total_errors) + (r.total_errors ? " (must be 0)" : "") +
          (r.truncated ? "; time budget cut the run short" : "") + "\n";
   return out;

@@ -38,24 +38,39 @@ std::vector<int32_t> StretchTokens(const std::vector<int32_t>& ids, int n) {
   return out;
 }
 
-StatusOr<std::vector<int32_t>> TokenizeWithEmber(const std::string& ember_binary, const std::string& model, int n) {
+namespace {
+
+// Writes the prompt to a temp file, runs `argv` + the file's path, and reads {"ids": [...]}.
+StatusOr<std::vector<int32_t>> TokenizeVia(std::vector<std::string> argv, const std::string& model, int n) {
   const auto path = std::filesystem::temp_directory_path() / ("ember-bench-prompt-" + std::to_string(::getpid()) + ".txt");
   {
     std::ofstream out(path);
     out << BenchPromptText();
     if (!out) return IoError("write " + path.string());
   }
-  auto r = RunProcess({ember_binary, "tokenize", model, "--file", path.string(), "--json"}, 120);
+  argv.push_back(path.string());
+  auto r = RunProcess(argv, 120);
   std::filesystem::remove(path);
   if (!r.ok()) return r.status();
   nlohmann::json j = nlohmann::json::parse(r->out, nullptr, false);
-  if (r->exit_code != 0 || j.is_discarded() || !j.contains("ids") || !j["ids"].is_array())
-    return Internal("ember tokenize " + model + " failed: " + r->out.substr(0, 300) + r->err.substr(0, 300));
+  if (r->exit_code != 0 || j.is_discarded() || !j.is_object() || !j.contains("ids") || !j["ids"].is_array())
+    return Internal(argv[0] + " tokenize " + model + " failed: " + r->out.substr(0, 300) + r->err.substr(0, 300));
   std::vector<int32_t> ids;
   for (const auto& v : j["ids"])
     if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
-  if (ids.empty()) return Internal("ember tokenize returned no ids for " + model);
+  if (ids.empty()) return Internal("tokenize returned no ids for " + model);
   return StretchTokens(ids, n);
+}
+
+}  // namespace
+
+StatusOr<std::vector<int32_t>> TokenizeWithEmber(const std::string& ember_binary, const std::string& model, int n) {
+  return TokenizeVia({ember_binary, "tokenize", model, "--json", "--file"}, model, n);
+}
+
+StatusOr<std::vector<int32_t>> TokenizeWithPeer(const std::string& node, const std::string& runner_mjs,
+                                                const std::string& model, int n) {
+  return TokenizeVia({node, runner_mjs, "tokenize", model, "--text-file"}, model, n);
 }
 
 }  // namespace ember::bench

@@ -20,4 +20,9 @@ std::vector<int32_t> StretchTokens(const std::vector<int32_t>& ids, int n);
 // Runs `<ember> tokenize MODEL --file <prompt> --json` and stretches its ids to `n`.
 StatusOr<std::vector<int32_t>> TokenizeWithEmber(const std::string& ember_binary, const std::string& model, int n);
 
+// The same through the llama.cpp peer (`node runner.mjs tokenize MODEL --text-file F`): the fallback
+// when this ember build cannot tokenize the model.
+StatusOr<std::vector<int32_t>> TokenizeWithPeer(const std::string& node, const std::string& runner_mjs,
+                                                const std::string& model, int n);
+
 }  // namespace ember::bench

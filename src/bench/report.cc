@@ -87,7 +87,9 @@ std::string RatioNote(const std::map<std::string, EvalRow>& stacks, const Metric
 
 std::optional<std::string> MetricChart(const std::map<std::string, std::map<std::string, EvalRow>>& models,
                                        const Metric& m, const std::string& title) {
-  BarChart chart{title + ": " + m.title, std::string(m.title) + " " + m.unit, StacksIn(models), {}};
+  BarChart chart{title + ": " + m.title, std::string(m.title) + " " + m.unit, StacksIn(models), {}, {}};
+  for (size_t i = 0; i < chart.series.size(); ++i)  // ember blue, llama.cpp orange, others after
+    chart.series_colours.push_back(chart.series[i] == "ember" ? 0 : chart.series[i] == kPeer ? 1 : 2 + i);
   bool any = false;
   for (const auto& [key, stacks] : models) {
     BarGroup g{BaseName(stacks.begin()->second.model_path), RatioNote(stacks, m), {}};
@@ -132,7 +134,7 @@ std::string TableRows(const std::map<std::string, std::map<std::string, EvalRow>
 }
 
 std::string SectionTitle(const SectionKey& k) {
-  std::string t = k.leg + " leg, " + std::to_string(k.threads) + " threads";
+  std::string t = k.leg + " leg, " + std::to_string(k.threads) + (k.threads == 1 ? " thread" : " threads");
   if (k.pp || k.tg) t += ", pp" + std::to_string(k.pp) + " tg" + std::to_string(k.tg);
   return t;
 }
@@ -190,7 +192,7 @@ std::string MachineLine(const std::vector<EvalRow>& rows) {
   return "Machine (latest row): " + m.value("cpu_model", std::string("?")) + ", " +
          std::to_string(m.value("cores", 0)) + " cores, " + std::to_string(m.value("ram_mb", 0)) +
          " MB RAM, kernel " + m.value("kernel", std::string("?")) + ", governor " +
-         m.value("governor", std::string("?")) + ".\n\n";
+         (m.value("governor", std::string()).empty() ? std::string("n/a") : m.value("governor", std::string())) + ".\n\n";
 }
 
 }  // namespace

@@ -52,6 +52,10 @@ StatusOr<RunMeasurement> RunAndParse(const std::vector<std::string>& argv, doubl
 class EmberRunner : public StackRunner {
  public:
   EmberRunner(std::string binary, double timeout_s) : binary_(std::move(binary)), timeout_s_(timeout_s) {}
+  ~EmberRunner() override {
+    std::error_code ec;
+    if (!token_file_.empty()) std::filesystem::remove(token_file_, ec);
+  }
   std::string name() const override { return "ember"; }
   bool Supports(Leg leg) const override { return leg == Leg::kDirect; }
   StatusOr<RunMeasurement> Run(Leg leg, const BenchRequest& req) override {
@@ -83,11 +87,14 @@ class EmberRunner : public StackRunner {
     auto path = std::filesystem::temp_directory_path() / ("ember-h2h-tokens-" + std::to_string(::getpid()) + ".json");
     std::ofstream out(path);
     out << nlohmann::json(tokens).dump();
-    return out ? path.string() : "";
+    if (!out) return "";
+    token_file_ = path.string();
+    return token_file_;
   }
   std::string binary_;
   double timeout_s_;
   std::optional<bool> takes_token_file_;
+  std::string token_file_;  // removed with the runner
 };
 
 class LlamaCppRunner : public StackRunner {
@@ -103,8 +110,10 @@ class LlamaCppRunner : public StackRunner {
       if (!ids.empty()) ids += ',';
       ids += std::to_string(t);
     }
+    // The runner's first generated token comes out of prefill and its decode rate covers the other
+    // gen-1; `ember bench --tg N` times N decode steps. Asking the peer for N+1 makes both N steps.
     return RunAndParse({node_, runner_, "bench", req.model_path, "--tokens", ids, "--gen",
-                        std::to_string(req.gen_tokens), "--threads", std::to_string(req.threads)},
+                        std::to_string(req.gen_tokens + 1), "--threads", std::to_string(req.threads)},
                        timeout_s_, &ParsePeerBenchJson);
   }
 

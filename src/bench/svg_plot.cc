@@ -53,7 +53,8 @@ std::string YAxis(double ymax, double width, const std::string& label) {
     double y = kTop + kPlotH - kPlotH * i / 4;
     s += Line(kLeft, y, kLeft + width, y, i == 0 ? "#444" : "#ddd");
     char tick[32];
-    std::snprintf(tick, sizeof(tick), ymax >= 10 ? "%.0f" : ymax >= 1 ? "%.1f" : "%.2f", v);
+    const double step = ymax / 4;
+    std::snprintf(tick, sizeof(tick), step == std::floor(step) ? "%.0f" : step >= 1 ? "%.1f" : "%.2f", v);
     s += Text(kLeft - 6, y + 4, tick, "end", 10);
   }
   s += "<text x=\"16\" y=\"" + F(kTop + kPlotH / 2) + "\" transform=\"rotate(-90 16 " + F(kTop + kPlotH / 2) +
@@ -62,19 +63,23 @@ std::string YAxis(double ymax, double width, const std::string& label) {
   return s;
 }
 
-std::string Legend(const std::vector<std::string>& names, double x, double y) {
+std::string Legend(const std::vector<std::string>& names, const std::vector<size_t>& colours, double x, double y) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) {
-    s += "<rect x=\"" + F(x) + "\" y=\"" + F(y - 9) + "\" width=\"10\" height=\"10\" fill=\"" + Colour(i) + "\"/>\n";
+    const size_t c = i < colours.size() ? colours[i] : i;
+    s += "<rect x=\"" + F(x) + "\" y=\"" + F(y - 9) + "\" width=\"10\" height=\"10\" fill=\"" + Colour(c) + "\"/>\n";
     s += Text(x + 14, y, names[i], "start", 11);
     x += 24 + 7.0 * static_cast<double>(names[i].size());
   }
   return s;
 }
 
-size_t SeriesIndex(const std::vector<std::string>& series, const std::string& name) {
-  auto it = std::find(series.begin(), series.end(), name);
-  return it == series.end() ? series.size() : static_cast<size_t>(it - series.begin());
+// The palette slot of a series: its fixed colour when the chart gives one, else its legend position.
+size_t SeriesColour(const BarChart& c, const std::string& name) {
+  auto it = std::find(c.series.begin(), c.series.end(), name);
+  const size_t i = static_cast<size_t>(it - c.series.begin());
+  if (it == c.series.end()) return c.series.size();
+  return i < c.series_colours.size() ? c.series_colours[i] : i;
 }
 
 double MaxBarValue(const BarChart& c) {
@@ -142,12 +147,12 @@ std::string RenderBarChart(const BarChart& c) {
   for (const auto& g : c.groups) {
     const double gw = static_cast<double>(std::max<size_t>(g.bars.size(), 1)) * bar_w;
     for (size_t i = 0; i < g.bars.size(); ++i)
-      s += DrawBar(g.bars[i], SeriesIndex(c.series, g.bars[i].series), x + static_cast<double>(i) * bar_w, bar_w - 4, ymax);
+      s += DrawBar(g.bars[i], SeriesColour(c, g.bars[i].series), x + static_cast<double>(i) * bar_w, bar_w - 4, ymax);
     s += Text(x + gw / 2, kTop + kPlotH + 16, g.label.substr(0, 40), "middle", 10);
     if (!g.note.empty()) s += Text(x + gw / 2, kTop + kPlotH + 30, g.note, "middle", 10);
     x += gw + gap;
   }
-  s += Legend(c.series, kLeft, h - 14);
+  s += Legend(c.series, c.series_colours, kLeft, h - 14);
   return s + "</svg>\n";
 }
 
@@ -182,7 +187,7 @@ std::string RenderLineChart(const LineChart& c) {
     if (!path.empty())
       s += "<polyline fill=\"none\" stroke=\"" + std::string(Colour(k)) + "\" stroke-width=\"2\" points=\"" + path + "\"/>\n";
   }
-  s += Legend(names, kLeft, h - 14);
+  s += Legend(names, {}, kLeft, h - 14);
   return s + "</svg>\n";
 }
 

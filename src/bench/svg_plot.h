@@ -29,6 +29,9 @@ struct BarChart {
   std::string y_label;              // e.g. "decode tok/s (higher is faster)"
   std::vector<std::string> series;  // legend order; a bar's colour comes from its series' index
   std::vector<BarGroup> groups;
+  // Optional palette slot per series (same order), so a stack keeps its colour across charts even
+  // when another stack is absent.
+  std::vector<size_t> series_colours;
 };
 
 struct LineSeries {

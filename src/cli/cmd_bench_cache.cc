@@ -21,7 +21,9 @@ struct Args {
 
 Status Run(Args& a) {
   a.o.cache_bytes = DefaultPromptCacheBytes();
-  if (!a.cache_bytes.empty()) EMBER_ASSIGN_OR_RETURN(a.o.cache_bytes, ParseByteSize(a.cache_bytes));
+  if (!a.cache_bytes.empty()) {
+    EMBER_ASSIGN_OR_RETURN(a.o.cache_bytes, ParseByteSize(a.cache_bytes));
+  }
   if (a.o.cache_bytes == 0) return InvalidArgument("--prompt-cache-bytes 0 turns the cache off: nothing to compare");
   EngineOptions eo;
   eo.threads = a.threads;

@@ -88,7 +88,9 @@ void PrintStats(const PromptCache& cache) {
 
 Status Run(const Args& a) {
   size_t cap = DefaultPromptCacheBytes();
-  if (!a.cache_bytes.empty()) EMBER_ASSIGN_OR_RETURN(cap, ParseByteSize(a.cache_bytes));
+  if (!a.cache_bytes.empty()) {
+    EMBER_ASSIGN_OR_RETURN(cap, ParseByteSize(a.cache_bytes));
+  }
   EngineOptions eo;
   eo.threads = a.threads;
   eo.n_ctx = a.ctx;

@@ -70,7 +70,12 @@ int RunH2hCommand(H2hArgs& a) {
   bench::H2hEnv env;
   for (auto& s : owned) env.stacks.push_back(s.get());
   env.db = db->get();
-  env.tokenize = [ember](const std::string& model, int n) { return bench::TokenizeWithEmber(ember, model, n); };
+  env.tokenize = [ember, &a](const std::string& model, int n) {
+    auto ids = bench::TokenizeWithEmber(ember, model, n);
+    if (ids.ok()) return ids;
+    std::fprintf(stderr, "ember tokenize failed (%s); tokenizing with the llama.cpp peer\n", ids.status().message().c_str());
+    return bench::TokenizeWithPeer(a.node, a.peer_runner, model, n);
+  };
   if (!a.no_preflight) {
     env.preflight = [&a]() {
       auto r = bench::RunPreflight(a.limits, {});

@@ -82,6 +82,17 @@ void HttpServer::InstallHooks() {
     if (route.method == "GET") http_->Get(route.path, handler);
     else http_->Post(route.path, handler);
   }
+  InstallCors();
+  InstallErrorShaping();
+  const size_t threads = static_cast<size_t>(std::max(2, options_.http_threads));
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_keep_alive_max_count(1000);
+  http_->set_keep_alive_timeout(2);  // bounds how long an idle keep-alive connection delays shutdown
+}
+
+// Pre-routing: notes the start time and answers CORS (headers for allowed origins, OPTIONS preflight).
+void HttpServer::InstallCors() {
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_request_start = ctx_.clock.steady_seconds();
     const std::string origin = req.get_header_value("Origin");
@@ -104,7 +115,11 @@ void HttpServer::InstallHooks() {
     res.set_header("Access-Control-Max-Age", "600");
     return httplib::Server::HandlerResponse::Handled;
   });
-  // httplib's own failures (unknown route, body over the limit, malformed request) arrive here bodiless.
+}
+
+// httplib's own failures (unknown route, body over the limit, malformed request) arrive at the error
+// handler bodiless and get the JSON error shape; the logger counts every request by route and status.
+void HttpServer::InstallErrorShaping() {
   http_->set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                         httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
@@ -125,11 +140,6 @@ void HttpServer::InstallHooks() {
     }
     t_request_start = -1;
   });
-  const size_t threads = static_cast<size_t>(std::max(2, options_.http_threads));
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_keep_alive_max_count(1000);
-  http_->set_keep_alive_timeout(2);  // bounds how long an idle keep-alive connection delays shutdown
 }
 
 Status HttpServer::Start() {

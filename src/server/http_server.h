@@ -41,6 +41,8 @@ class HttpServer {
   void DefineMetrics();
   void Dispatch(const Route& route, const httplib::Request& req, httplib::Response& res);
   void InstallHooks();
+  void InstallCors();
+  void InstallErrorShaping();
 
   ServeOptions options_;
   InferenceBackend* backend_;

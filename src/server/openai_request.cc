@@ -68,9 +68,11 @@ ChatMessage ReadMessage(const json& msg, size_t i, FieldReader& r) {
   FieldReader f(msg, path + ".", &err);
   f.String("role", &m.role);
   if (m.role == "developer") m.role = "system";  // newer OpenAI name for the same thing
-  if (err) return r.Fail(err->param, err->message), m;
-  if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
-    r.Fail(path + ".role", "'" + path + ".role' must be system, user, assistant or tool");
+  if (!err && m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
+    f.Fail(path + ".role", "'" + path + ".role' must be system, user, assistant or tool");
+  }
+  if (err) {
+    r.Fail(err->param, err->message);
     return m;
   }
   if (msg.contains("content")) m.content = ReadContent(msg["content"], path + ".content", r);
@@ -81,7 +83,7 @@ ChatMessage ReadMessage(const json& msg, size_t i, FieldReader& r) {
   return m;
 }
 
-void ReadTools(FieldReader& r, const json& body, CompletionRequest* out) {
+void ReadTools(FieldReader& r, CompletionRequest* out) {
   const json* tools = r.Array("tools");
   std::string choice = "auto";
   if (const json* tc = r.Any("tool_choice"); tc != nullptr && tc->is_string()) choice = tc->get<std::string>();
@@ -132,7 +134,7 @@ ApiResult<CompletionRequest> Finish(CompletionRequest req, const std::optional<A
   return req;
 }
 
-void ReadOpenAICommon(FieldReader& r, const json& body, CompletionRequest* out) {
+void ReadOpenAICommon(FieldReader& r, CompletionRequest* out) {
   ReadCommonSampling(r, out);
   r.Float("presence_penalty", &out->sampling.presence_penalty, -2, 2);
   r.Float("frequency_penalty", &out->sampling.frequency_penalty, -2, 2);
@@ -170,7 +172,7 @@ ApiResult<CompletionRequest> ParseOpenAIChatRequest(const json& body) {
   FieldReader r(body, "", &err);
   CompletionRequest out;
   out.kind = ApiKind::kChat;
-  ReadOpenAICommon(r, body, &out);
+  ReadOpenAICommon(r, &out);
   r.OptionalInt("max_completion_tokens", &out.max_tokens, 1, INT32_MAX);
   r.Bool("logprobs", &out.logprobs);
   r.Int("top_logprobs", &out.top_logprobs, 0, 20);
@@ -181,7 +183,7 @@ ApiResult<CompletionRequest> ParseOpenAIChatRequest(const json& body) {
   for (size_t i = 0; messages != nullptr && i < messages->size() && r.ok(); ++i) {
     out.messages.push_back(ReadMessage((*messages)[i], i, r));
   }
-  ReadTools(r, body, &out);
+  ReadTools(r, &out);
   ReadTemplateKwargs(r, &out);
   return Finish(std::move(out), err);
 }
@@ -192,7 +194,7 @@ ApiResult<CompletionRequest> ParseOpenAICompletionRequest(const json& body) {
   FieldReader r(body, "", &err);
   CompletionRequest out;
   out.kind = ApiKind::kCompletion;
-  ReadOpenAICommon(r, body, &out);
+  ReadOpenAICommon(r, &out);
   // Legacy completions: `logprobs` is the number of alternatives (0..5), not a boolean.
   std::optional<int32_t> lp;
   r.OptionalInt("logprobs", &lp, 0, 5);

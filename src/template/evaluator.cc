@@ -435,6 +435,17 @@ StatusOr<Value> Evaluator::CallValue(const Value& fn, CallArgs& args, const EnvP
 StatusOr<Value> Evaluator::EvalCall(const Call& node, const EnvPtr& env) {
   EMBER_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(node.args, env));
   EMBER_ASSIGN_OR_RETURN(Value fn, Eval(*node.callee, env));
+  if (!fn.is_function()) {
+    // Name what was called: "x.startswith" on a list is a common template/input mismatch.
+    std::string name;
+    if (node.callee->kind == NodeKind::kIdentifier) name = static_cast<const Identifier&>(*node.callee).name;
+    if (node.callee->kind == NodeKind::kMember) {
+      const auto& m = static_cast<const Member&>(*node.callee);
+      if (!m.computed && m.property->kind == NodeKind::kIdentifier) name = static_cast<const Identifier&>(*m.property).name;
+    }
+    return ErrorAt(node, std::string("Cannot call something that is not a function: got ") + fn.TypeName() +
+                             (name.empty() ? "" : " ('" + name + "')"));
+  }
   return CallValue(fn, args, env, node);
 }
 

@@ -76,7 +76,8 @@ StatusOr<BpeModel> BpeModel::Build(const std::vector<std::string>& tokens, const
     m.AddMerge(l, r, static_cast<int32_t>(rank), result);
   }
   for (int b = 0; b < 256; ++b) {
-    m.byte_symbol_[b] = m.Intern(unicode::ByteToUnicode(static_cast<uint8_t>(b)));
+    m.byte_chars_[b] = unicode::ByteToUnicode(static_cast<uint8_t>(b));
+    m.byte_symbol_[b] = m.Intern(m.byte_chars_[b]);
     const char c = static_cast<char>(b);
     const int32_t id = m.symbols_.Find(std::string_view(&c, 1));
     m.single_byte_token_[b] = id < m.n_tokens_ ? id : -1;
@@ -109,7 +110,7 @@ void BpeModel::EmitSymbol(int32_t sid, std::vector<int32_t>& out) const {
 
 bool BpeModel::EncodeWholeWord(std::string_view word, Scratch& s, std::vector<int32_t>& out) const {
   s.encoded.clear();
-  for (const char c : word) s.encoded += unicode::ByteToUnicode(static_cast<uint8_t>(c));
+  for (const char c : word) s.encoded += byte_chars_[static_cast<uint8_t>(c)];
   const int32_t id = symbols_.Find(s.encoded);
   if (id == StringIdMap::kAbsent || id >= n_tokens_) return false;
   out.push_back(id);

@@ -59,6 +59,7 @@ class BpeModel {
   int32_t n_tokens_ = 0;
   StringIdMap symbols_;                      // symbol text -> symbol id (tokens: their id)
   std::vector<std::string> extra_texts_;     // texts of symbol ids >= n_tokens_
+  std::array<std::string, 256> byte_chars_;  // raw byte -> UTF-8 of its byte-level character
   std::array<int32_t, 256> byte_symbol_{};   // raw byte -> symbol id of its byte-level character
   std::array<int32_t, 256> single_byte_token_{};  // raw byte value as a 1-byte token text -> id or -1
   std::vector<PairEntry> pairs_;             // open addressing, power-of-two size

@@ -67,9 +67,8 @@ class Tokenizer {
   int32_t TokenId(std::string_view text) const;
   const TokenizerSpec& spec() const { return spec_; }
 
-  struct Impl;
-
  private:
+  struct Impl;  // tokenizer_impl.h
   explicit Tokenizer(TokenizerSpec spec);
   // Decode (`text`: TextPiece) or llama_detokenize without clean-up (TokenToPiece).
   std::string DecodePieces(std::span<const int32_t> ids, bool render_special, bool text) const;

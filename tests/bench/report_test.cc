@@ -74,7 +74,7 @@ TEST(SvgPlot, EscapesAndNiceAxis) {
 }
 
 TEST(SvgPlot, BarChartHasBarsWhiskersAndLabels) {
-  BarChart c{"t", "tok/s", {"ember", "llama.cpp"}, {}};
+  BarChart c{"t", "tok/s", {"ember", "llama.cpp"}, {}, {}};
   c.groups.push_back({"m<1>", "ember 1.2x", {{"ember", 10, 9, 11, "", false}, {"llama.cpp", 8, {}, {}, "", true}}});
   std::string svg = RenderBarChart(c);
   EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
@@ -107,6 +107,14 @@ TEST(Report, MarkdownLinksEveryPlotAndStatesRatiosAndTags) {
   EXPECT_NE(decode_svg.find("ember 1.32x"), std::string::npos);            // 50 / 38
   EXPECT_NE(decode_svg.find("ratio withheld (unstable)"), std::string::npos);
   EXPECT_NE(f.svgs[2].second.find("ember cache-cold"), std::string::npos);
+}
+
+TEST(Report, StackKeepsItsColourWhenAlone) {
+  ReportFiles f = BuildReport({Row("tiny-q8_0.gguf", "llama.cpp", 355, 38, "stable")}, {"db", "now", "p"});
+  ASSERT_FALSE(f.svgs.empty());
+  EXPECT_NE(f.svgs[0].second.find("fill=\"#E69F00\""), std::string::npos);   // llama.cpp orange
+  EXPECT_EQ(f.svgs[0].second.find("fill=\"#0072B2\""), std::string::npos);   // not ember's blue
+  EXPECT_NE(f.markdown.find("2 threads"), std::string::npos);
 }
 
 TEST(Report, EmptyDbSaysSo) {

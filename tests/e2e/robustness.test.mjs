@@ -85,9 +85,10 @@ test('API keys: 401 without, 200 with Bearer or x-api-key, /health open', async 
 });
 
 test('SIGTERM drains in-flight work, flushes the cache, exits 0', async () => {
-  const s = await startServer(['--fake-token-delay-ms', '2', '--shutdown-timeout', '5']);
+  const s = await startServer(['--fake-token-delay-ms', '20', '--shutdown-timeout', '10']);
   const inflight = postJson(`${s.url}/v1/chat/completions`, chat('echo: ' + 'x'.repeat(120)));
-  await new Promise((r) => setTimeout(r, 30));
+  // Signal only once the generation is running (40 tokens x 20 ms), so the test is about draining.
+  for (let i = 0; i < 400 && (await stats(s.url)).queue.running === 0; i++) await new Promise((r) => setTimeout(r, 5));
   const exit = s.stop();
   const r = await inflight;
   assert.equal(r.status, 200);

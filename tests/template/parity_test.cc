@@ -1,5 +1,5 @@
-// Byte-for-byte parity with @huggingface/jinja on real chat templates (Llama 3, Llama 3.2 with tools,
-// Qwen3, Gemma 3, Mistral Nemo) over every message list in cases/chat_cases.json. The expected
+// Byte-for-byte parity with @huggingface/jinja on real chat templates (Llama 3, Llama 3.1, Llama 3.2 with
+// tools, Qwen3, Gemma 3, Mistral Nemo) over every message list in cases/chat_cases.json. The expected
 // renderings are produced at test time by render_reference.mjs; if node or the package is missing the
 // test fails (it never skips). A case where the reference raises must raise in ember too.
 #include <gtest/gtest.h>

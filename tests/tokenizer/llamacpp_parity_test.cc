@@ -55,68 +55,100 @@ std::string Escaped(const std::string& s) { return json(s).dump(-1, ' ', true).s
 // Per tokenizer family: the vocab-only GGUF, ember's tokenizer for it and the corpus, built once for all
 // the tests of that family and removed at the end of the suite.
 struct Family {
-  std::string dir, gguf;
+  std::string gguf;
   std::unique_ptr<Tokenizer> tok;
   std::vector<std::string> corpus;
   json peer;  // runner.mjs parity-batch: {ids, ids_special, text}
 };
 
-class LlamaCppParityTest : public ::testing::TestWithParam<const char*> {
- protected:
+constexpr const char* kFamilies[] = {"llama3", "qwen3", "gemma3"};
+
+// Starts `cmd` with its output going to `log_path`; Wait() returns its exit status. Lets the slow steps
+// (gen-model, node start-up and vocabulary load) of the three families overlap.
+class Background {
+ public:
+  Background(const std::string& cmd, const std::string& log_path)
+      : cmd_(cmd), log_(log_path), p_(popen((cmd + " > " + Quote(log_path) + " 2>&1").c_str(), "r")) {}
+  int Wait() { return p_ == nullptr ? -1 : pclose(p_); }
+  std::string Describe() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return cmd_ + "\n" + ss.str().substr(0, 2000);
+  }
+
+ private:
+  std::string cmd_, log_;
+  FILE* p_;
+};
+
+class LlamaCppParity {
+ public:
   static std::map<std::string, std::unique_ptr<Family>>& Families() {
     static auto* families = new std::map<std::string, std::unique_ptr<Family>>();
     return *families;
   }
-  static void TearDownTestSuite() {
-    for (auto& [name, f] : Families()) {
-      std::string log;
-      (void)RunShell("rm -rf " + Quote(f->dir), &log);
+  // Builds every family's GGUF, tokenizer, corpus and llama.cpp results, running the external steps of
+  // the three families concurrently. Failures are recorded as test failures of the suite.
+  static void SetUpAll() {
+    char tmpl[] = "/tmp/ember_tok_parity_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    std::vector<std::string> corpus;
+    for (const std::string& s : GenerateTokenizerCorpus(/*seed=*/1, /*include_invalid_utf8=*/true)) {
+      corpus.push_back(unicode::SanitizeUtf8(s));
     }
+    std::ofstream(dir_ + "/in.json") << json(corpus).dump();
+    std::vector<std::unique_ptr<Background>> jobs;
+    for (const char* name : kFamilies) {
+      const std::string gguf = dir_ + "/" + name + ".gguf";
+      jobs.push_back(std::make_unique<Background>(Quote(std::string(EMBER_BINARY_DIR) + "/ember") +
+                                                      " gen-model --vocab-only --tokenizer " + name + " --out " +
+                                                      Quote(gguf),
+                                                  dir_ + "/" + name + ".gen.log"));
+    }
+    for (auto& j : jobs) ASSERT_EQ(j->Wait(), 0) << j->Describe();
+    jobs.clear();
+    const std::string runner = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/runner.mjs";
+    for (const char* name : kFamilies) {
+      const std::string base = dir_ + "/" + name;
+      jobs.push_back(std::make_unique<Background>("node " + Quote(runner) + " parity-batch " + Quote(base + ".gguf") +
+                                                      " --in " + Quote(dir_ + "/in.json") + " --out " +
+                                                      Quote(base + ".peer.json"),
+                                                  base + ".peer.log"));
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      // Load ember's tokenizer while the peers run.
+      auto f = std::make_unique<Family>();
+      f->gguf = dir_ + "/" + kFamilies[i] + ".gguf";
+      f->corpus = corpus;
+      auto tok = LoadTokenizerFromGguf(f->gguf);
+      EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+      if (tok.ok()) f->tok = std::move(tok).value();
+      Families()[kFamilies[i]] = std::move(f);
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      EXPECT_EQ(jobs[i]->Wait(), 0) << jobs[i]->Describe();
+      json j = ReadJson(dir_ + "/" + kFamilies[i] + ".peer.json");
+      EXPECT_TRUE(j.is_object()) << "peer wrote no result: " << jobs[i]->Describe();
+      Families()[kFamilies[i]]->peer = j.is_object() ? j : json::object();
+    }
+  }
+  static void TearDownAll() {
+    std::string log;
+    if (!dir_.empty()) (void)RunShell("rm -rf " + Quote(dir_), &log);
     Families().clear();
   }
-  void SetUp() override {
-    std::unique_ptr<Family>& f = Families()[GetParam()];
-    if (f == nullptr) {
-      f = std::make_unique<Family>();
-      char tmpl[] = "/tmp/ember_tok_parity_XXXXXX";
-      ASSERT_NE(mkdtemp(tmpl), nullptr);
-      f->dir = tmpl;
-      f->gguf = f->dir + "/" + GetParam() + ".gguf";
-      std::string log;
-      const std::string gen = Quote(std::string(EMBER_BINARY_DIR) + "/ember") +
-                              " gen-model --vocab-only --tokenizer " + GetParam() + " --out " + Quote(f->gguf);
-      ASSERT_EQ(RunShell(gen, &log), 0) << gen << "\n" << log;
-      auto tok = LoadTokenizerFromGguf(f->gguf);
-      ASSERT_TRUE(tok.ok()) << tok.status().ToString();
-      f->tok = std::move(tok).value();
-      for (const std::string& s : GenerateTokenizerCorpus(/*seed=*/1, /*include_invalid_utf8=*/true)) {
-        f->corpus.push_back(unicode::SanitizeUtf8(s));
-      }
-      std::ofstream(f->dir + "/in.json") << json(f->corpus).dump();
-      f->peer = Peer(f->gguf, f->dir);
-    }
-    ASSERT_NE(f->tok, nullptr) << "setup failed earlier for " << GetParam();
-    dir_ = f->dir;
-    gguf_ = f->gguf;
-    tok_ = f->tok.get();
-    corpus_ = &f->corpus;
-    peer_ = &f->peer;
+  // Selects the family the checks below look at.
+  void Select(const std::string& name) {
+    name_ = name;
+    auto it = Families().find(name);
+    ASSERT_TRUE(it != Families().end() && it->second->tok != nullptr && it->second->peer.contains("ids"))
+        << "setup failed for " << name << " (see the failures above)";
+    tok_ = it->second->tok.get();
+    corpus_ = &it->second->corpus;
+    peer_ = &it->second->peer;
   }
-
-  // One peer run over the whole corpus: llama.cpp's ids without and with special parsing, and the
-  // llama_detokenize text of the former.
-  static json Peer(const std::string& gguf, const std::string& dir) {
-    const std::string runner = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/runner.mjs";
-    const std::string cmd = "node " + Quote(runner) + " parity-batch " + Quote(gguf) + " --in " +
-                            Quote(dir + "/in.json") + " --out " + Quote(dir + "/peer.json");
-    std::string log;
-    const int rc = RunShell(cmd, &log);
-    EXPECT_EQ(rc, 0) << cmd << "\n" << log;
-    json j = ReadJson(dir + "/peer.json");
-    EXPECT_TRUE(j.is_object()) << "peer wrote no result: " << cmd << "\n" << log;
-    return j.is_object() ? j : json::object();
-  }
-
   void ExpectEncodeParity(bool special) {
     const json& peer = (*peer_)[special ? "ids_special" : "ids"];
     ASSERT_EQ(peer.size(), corpus_->size());
@@ -126,54 +158,65 @@ class LlamaCppParityTest : public ::testing::TestWithParam<const char*> {
       const std::vector<int32_t> theirs = peer[i].get<std::vector<int32_t>>();
       if (mine == theirs) continue;
       if (++mismatches <= 5) {
-        ADD_FAILURE() << GetParam() << (special ? " (special)" : "") << ": " << Escaped((*corpus_)[i]) << "\n  ember    "
-                      << json(mine).dump() << "\n  llama.cpp " << json(theirs).dump();
+        ADD_FAILURE() << name_ << (special ? " (special)" : "") << ": " << Escaped((*corpus_)[i])
+                      << "\n  ember     " << json(mine).dump() << "\n  llama.cpp " << json(theirs).dump();
       }
     }
-    EXPECT_EQ(mismatches, 0) << "of " << corpus_->size() << " strings";
+    EXPECT_EQ(mismatches, 0) << name_ << (special ? " (special)" : "") << ": of " << corpus_->size() << " strings";
   }
 
-  std::string dir_, gguf_;
+  void ExpectDecodeRoundTrips() {
+    int failures = 0;
+    for (const std::string& s : *corpus_) {
+      const std::string back = tok_->Decode(tok_->Encode(s, false, false), false);
+      if (back != s && ++failures <= 5) {
+        ADD_FAILURE() << name_ << ": decode(encode(s)) != s for " << Escaped(s) << ": " << Escaped(back);
+      }
+    }
+    EXPECT_EQ(failures, 0) << name_ << ": of " << corpus_->size() << " strings";
+  }
+
+  void ExpectDetokenizeParity() {
+    const json& ids = (*peer_)["ids"];
+    const json& text = (*peer_)["text"];
+    ASSERT_EQ(ids.size(), corpus_->size());
+    ASSERT_EQ(text.size(), corpus_->size());
+    int mismatches = 0;
+    for (size_t i = 0; i < corpus_->size(); ++i) {
+      // Node turns the bytes into a JS string, replacing ill-formed UTF-8 (a split character) with U+FFFD.
+      const std::string mine = unicode::SanitizeUtf8(tok_->Detokenize(ids[i].get<std::vector<int32_t>>(), false));
+      const std::string theirs = text[i].get<std::string>();
+      if (mine != theirs && ++mismatches <= 5) {
+        ADD_FAILURE() << name_ << ": detokenize " << Escaped((*corpus_)[i]) << "\n  ember     " << Escaped(mine)
+                      << "\n  llama.cpp " << Escaped(theirs);
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << name_ << ": of " << corpus_->size() << " strings";
+  }
+
+ private:
+  static inline std::string dir_;
+  std::string name_;
   const Tokenizer* tok_ = nullptr;
   const std::vector<std::string>* corpus_ = nullptr;
   const json* peer_ = nullptr;
 };
 
-TEST_P(LlamaCppParityTest, EncodeMatchesWithoutSpecialParsing) { ExpectEncodeParity(false); }
-
-TEST_P(LlamaCppParityTest, EncodeMatchesWithSpecialParsing) { ExpectEncodeParity(true); }
-
-TEST_P(LlamaCppParityTest, DecodeRoundTrips) {
-  int failures = 0;
-  for (const std::string& s : *corpus_) {
-    const std::string back = tok_->Decode(tok_->Encode(s, false, false), false);
-    if (back != s && ++failures <= 5) {
-      ADD_FAILURE() << GetParam() << ": decode(encode(s)) != s for " << Escaped(s) << ": " << Escaped(back);
-    }
+// One test (one ctest entry, one shared setup): for each family, ids with and without special-token
+// parsing, the decode round trip, and llama_detokenize.
+TEST(LlamaCppParityTest, AllFamiliesMatchLlamaCpp) {
+  LlamaCppParity::SetUpAll();
+  for (const char* name : kFamilies) {
+    LlamaCppParity p;
+    p.Select(name);
+    if (HasFatalFailure()) break;
+    p.ExpectEncodeParity(false);
+    p.ExpectEncodeParity(true);
+    p.ExpectDecodeRoundTrips();
+    p.ExpectDetokenizeParity();
   }
-  EXPECT_EQ(failures, 0) << "of " << corpus_->size() << " strings";
+  LlamaCppParity::TearDownAll();
 }
-
-TEST_P(LlamaCppParityTest, DetokenizeMatches) {
-  const json& ids = (*peer_)["ids"];
-  const json& text = (*peer_)["text"];
-  ASSERT_EQ(ids.size(), corpus_->size());
-  ASSERT_EQ(text.size(), corpus_->size());
-  int mismatches = 0;
-  for (size_t i = 0; i < corpus_->size(); ++i) {
-    // Node turns the bytes into a JS string, replacing ill-formed UTF-8 (a split character) with U+FFFD.
-    const std::string mine = unicode::SanitizeUtf8(tok_->Detokenize(ids[i].get<std::vector<int32_t>>(), false));
-    const std::string theirs = text[i].get<std::string>();
-    if (mine != theirs && ++mismatches <= 5) {
-      ADD_FAILURE() << GetParam() << ": detokenize " << Escaped((*corpus_)[i]) << "\n  ember    " << Escaped(mine)
-                    << "\n  llama.cpp " << Escaped(theirs);
-    }
-  }
-  EXPECT_EQ(mismatches, 0) << "of " << corpus_->size() << " strings";
-}
-
-INSTANTIATE_TEST_SUITE_P(Families, LlamaCppParityTest, ::testing::Values("llama3", "qwen3", "gemma3"),
-                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace ember

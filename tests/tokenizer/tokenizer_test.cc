@@ -262,6 +262,22 @@ TEST(SpmTest, SpacePrefixAfterSpecialTokens) {
             (std::vector<int32_t>{259, 3 + '<', 3 + 's', 3 + '>', 264, 265}));
 }
 
+TEST(SpmTest, DetokenizeStripsTheAddedSpaceOnce) {
+  auto tok = Make(SpmSpec());
+  // "▁he" "▁he": the first piece's space is the one Encode added; the second is the text's.
+  EXPECT_EQ(tok->Detokenize(std::vector<int32_t>{261, 261}, false), "he he");
+  EXPECT_EQ(tok->Decode(tok->Encode(" he", false, false), false), " he");
+  // Control tokens render only on request; BOS first still consumes the strip (llama.cpp's rule).
+  EXPECT_EQ(tok->Detokenize(std::vector<int32_t>{1, 261}, false), " he");
+  EXPECT_EQ(tok->Detokenize(std::vector<int32_t>{1, 261}, true), "<s> he");
+}
+
+TEST(TokenizerTest, LoadFromMissingFileIsAnError) {
+  auto t = LoadTokenizerFromGguf("/nonexistent/ember/model.gguf");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
+}
+
 TEST(StreamingDetokenizerTest, HoldsBackSplitCharacters) {
   auto tok = Make(SpmSpec());
   StreamingDetokenizer d(*tok);

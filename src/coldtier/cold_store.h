@@ -1,0 +1,122 @@
+// The SSD cold tier's index of entry files (spec: shared/spec/cache.md §4; format: entry_format.h).
+//
+// Layout: <root>/<identity>/<namespace-hash>/<id>.entry, where id is a hash of (namespace, tokens), so a
+// second Put of the same tokens renames over the first file (dedup without a window where neither exists).
+//
+// Invariant: every indexed entry has a complete, header-verified file under its path, whose identity,
+// namespace and geometry match this store; bytes() is the sum of their sizes. Files that break this are
+// deleted (and counted) as soon as they are seen: at Open, or when a restore fails.
+// The store only ever lists, reads, writes or deletes inside <root>/<identity>/: directories of other
+// identities (other models, tokenizers, dtypes, format versions) are never touched.
+//
+// Failure model: every method returns a Status and leaves the index consistent with the disk. A failed
+// Put (ENOSPC -> kNoSpace, I/O) leaves no new file and keeps the old entries; a failed Restore deletes
+// the file and returns the error so the caller falls back to RAM or a fresh prefill.
+//
+// Thread-safety: none. One owner (the cache's serial background writer) calls it; callers serialize.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "coldtier/entry_file.h"
+#include "coldtier/env.h"
+#include "kv/kv_state.h"
+#include "util/status.h"
+
+namespace ember {
+
+struct ColdStoreOptions {
+  std::string root;       // <dir>
+  std::string identity;   // hash of everything that changes the numbers; one path component
+  KvConfig kv;            // geometry every entry must have (others are mismatched: deleted at Open)
+  uint64_t cap_bytes = 0; // disk cap (0 = unlimited): oldest-mtime files are evicted past it
+  bool verify_tensors = true;
+};
+
+struct ColdStoreCounters {
+  uint64_t scanned = 0;            // entry files examined at Open
+  uint64_t temp_deleted = 0;       // leftover .tmp files removed at Open
+  uint64_t corrupt_deleted = 0;    // corrupt or mismatched files removed at Open
+  uint64_t spills = 0;             // successful Puts
+  uint64_t spill_failures = 0;     // failed Puts (disk full included)
+  uint64_t no_space = 0;           // ... of which ENOSPC
+  uint64_t dedup_replaced = 0;     // Puts that replaced an entry with identical tokens
+  uint64_t superseded = 0;         // strict-prefix entries dropped by a Put
+  uint64_t evictions = 0;          // entries removed for the byte cap
+  uint64_t lookups = 0;
+  uint64_t hits = 0;
+  uint64_t restores = 0;
+  uint64_t restore_failures = 0;
+};
+
+// One lookup result: restore entry `path` trimmed to `usable` positions.
+struct ColdMatch {
+  std::string path;
+  int64_t usable = 0;        // p = min(LCP, len(prompt) - 1)
+  int64_t entry_tokens = 0;  // len of the entry's token list
+  uint64_t bytes = 0;        // file size (for a restore-vs-recompute estimate)
+};
+
+class ColdStore {
+ public:
+  // Creates <root>/<identity> if needed and scans it (see Scan). Errors: InvalidArgument for a bad
+  // identity (empty, '/', "." or ".."); I/O errors creating or listing the directory.
+  static StatusOr<std::unique_ptr<ColdStore>> Open(Env& env, ColdStoreOptions options);
+
+  // Writes an entry for (ns, tokens, state) atomically, then applies dedup, supersede and the cap.
+  // state.n_pos() must equal tokens.size(). An entry bigger than the whole cap is not kept
+  // (kResourceExhausted). On error the index and disk hold what they held before.
+  Status Put(const std::string& ns, std::span<const int32_t> tokens, const KvState& state);
+
+  // The entry of namespace ns with the longest usable prefix for prompt, if longer than `better_than`
+  // (the best RAM candidate: a cold entry is used only if strictly longer). Skips entries that cannot
+  // be trimmed to p or whose min_reusable_offset exceeds p. Ties keep the earlier entry (path order).
+  std::optional<ColdMatch> Find(std::span<const int32_t> prompt, const std::string& ns,
+                                int64_t better_than = 0);
+
+  // Reads m's file (verifying tensors if configured), checks it still is the indexed entry, trims to
+  // m.usable and touches the file's mtime. Any failure deletes the file, counts restore_failures and
+  // returns the error.
+  StatusOr<KvState> Restore(const ColdMatch& m);
+
+  size_t entries() const { return index_.size(); }
+  uint64_t bytes() const { return bytes_; }
+  const ColdStoreCounters& counters() const { return counters_; }
+  const std::string& dir() const { return dir_; }
+  // Directory of namespace ns (exposed for tests and tooling).
+  std::string NamespaceDir(const std::string& ns) const;
+
+ private:
+  struct Indexed {
+    std::string ns;
+    std::vector<int32_t> tokens;
+    uint64_t bytes = 0;
+    int64_t mtime = 0;
+    bool trimmable = true;
+    int64_t min_reusable_offset = 0;
+  };
+
+  ColdStore(Env& env, ColdStoreOptions options);
+  // Startup: deletes *.tmp, indexes verified headers, deletes and counts corrupt or mismatched files.
+  Status Scan();
+  void ScanNamespaceDir(const std::string& ns_dir, const std::string& ns_hash);
+  std::string EntryName(const std::string& ns, std::span<const int32_t> tokens) const;
+  void Drop(const std::string& path);  // removes the file (best effort) and the index entry
+  void Supersede(const std::string& fresh_path);
+  void EvictToCap(const std::string& fresh_path);
+
+  Env& env_;
+  ColdStoreOptions options_;
+  std::string dir_;  // <root>/<identity>
+  std::map<std::string, Indexed> index_;  // by path: a deterministic order for tie-breaking
+  uint64_t bytes_ = 0;
+  ColdStoreCounters counters_;
+};
+
+}  // namespace ember

@@ -1,0 +1,53 @@
+// Small KvStates with deterministic contents for the cold-tier tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_state.h"
+
+namespace ember::coldtier_test {
+
+inline KvConfig SmallConfig() {
+  KvConfig c;
+  c.n_layer = 2;
+  c.n_kv_head = 2;
+  c.head_dim_k = 4;
+  c.head_dim_v = 3;
+  c.dtype = KvDtype::kF32;
+  c.block_size = 4;
+  return c;
+}
+
+// A state of n positions whose values depend on (tag, layer, pos, element).
+inline KvState MakeState(int64_t n, int tag, const KvConfig& c = SmallConfig()) {
+  KvState s = std::move(KvState::Create(c)).value();
+  EXPECT_TRUE(s.Reserve(n).ok());
+  std::vector<float> k(c.kv_dim_k()), v(c.kv_dim_v());
+  for (int64_t p = 0; p < n; ++p) {
+    for (int l = 0; l < c.n_layer; ++l) {
+      for (int64_t i = 0; i < c.kv_dim_k(); ++i) k[i] = tag * 1000.0f + l * 100.0f + p + i * 0.125f;
+      for (int64_t i = 0; i < c.kv_dim_v(); ++i) v[i] = -(tag * 1000.0f + l * 100.0f + p + i * 0.25f);
+      s.StoreK(l, p, k.data());
+      s.StoreV(l, p, v.data());
+    }
+  }
+  s.Commit(n);
+  return s;
+}
+
+inline std::vector<uint8_t> Bytes(const KvState& s) {
+  VectorSink sink;
+  EXPECT_TRUE(s.Serialize(sink).ok());
+  return sink.Take();
+}
+
+inline std::vector<int32_t> Tokens(int64_t n, int32_t base = 100) {
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < n; ++i) t.push_back(base + static_cast<int32_t>(i));
+  return t;
+}
+
+}  // namespace ember::coldtier_test

@@ -1,0 +1,125 @@
+// Engine API: generation stops (end-of-generation, length, cancel, callback), seeds, errors.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "engine_test_util.h"
+
+namespace ember {
+namespace {
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testutil::MakeTempDir("engine"));
+    model_ = new std::string(testutil::GenModel(
+        *dir_, "m", "--arch llama --tokenizer llama3 --n-layer 1 --n-embd 64 --n-head 2 --n-head-kv 1 --n-ff 64 --ctx 96 --type q8_0 --seed 9"));
+  }
+  std::unique_ptr<Engine> Load(int64_t n_ctx = 0) {
+    EngineOptions eo;
+    eo.threads = 2;
+    eo.ubatch = 8;
+    eo.n_ctx = n_ctx;
+    auto e = Engine::Load(*model_, eo);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(*e) : nullptr;
+  }
+  static std::string* dir_;
+  static std::string* model_;
+};
+std::string* EngineTest::dir_ = nullptr;
+std::string* EngineTest::model_ = nullptr;
+
+TEST_F(EngineTest, StopsAtLengthAndOnEog) {
+  auto e = Load();
+  ASSERT_NE(e, nullptr);
+  const std::vector<int32_t> prompt = e->tokenizer()->Encode("hello world", true, false);
+  ASSERT_GE(prompt.size(), 2u);
+  GenerateOptions go;
+  go.max_tokens = 5;
+  go.sampling.temperature = 0;
+  auto seq = e->NewSequence();
+  std::vector<int32_t> streamed;
+  auto r = e->Generate(**seq, prompt, go, [&](int32_t t) { streamed.push_back(t); return true; });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->tokens.size(), 5u);
+  EXPECT_EQ(streamed, r->tokens);
+  EXPECT_EQ(r->stop, StopReason::kLength);
+  // Everything but the last sampled token was forwarded.
+  EXPECT_EQ((*seq)->n_pos(), static_cast<int64_t>(prompt.size() + 4));
+  // Force an end-of-generation token with a logit bias.
+  const int32_t eot = e->tokenizer()->eog_ids().front();
+  go.sampling.logit_bias[eot] = 1e6f;
+  auto seq2 = e->NewSequence();
+  auto r2 = e->Generate(**seq2, prompt, go, nullptr);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->stop, StopReason::kEog);
+  EXPECT_EQ(r2->tokens, std::vector<int32_t>{eot});
+}
+
+TEST_F(EngineTest, CancelAndCallbackStop) {
+  auto e = Load();
+  ASSERT_NE(e, nullptr);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+  GenerateOptions go;
+  go.max_tokens = 20;
+  go.stop_at_eog = false;
+  std::atomic<bool> cancel{false};
+  go.cancel = &cancel;
+  auto seq = e->NewSequence();
+  auto r = e->Generate(**seq, prompt, go, [&](int32_t) {
+    cancel.store(true);
+    return true;
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stop, StopReason::kCancelled);
+  EXPECT_EQ(r->tokens.size(), 1u);
+  go.cancel = nullptr;
+  auto seq2 = e->NewSequence();
+  int calls = 0;
+  auto r2 = e->Generate(**seq2, prompt, go, [&](int32_t) { return ++calls < 3; });
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->stop, StopReason::kCallback);
+  EXPECT_EQ(r2->tokens.size(), 3u);
+}
+
+TEST_F(EngineTest, SameSeedSameTokensDifferentSeedDiffers) {
+  auto e = Load();
+  ASSERT_NE(e, nullptr);
+  const std::vector<int32_t> prompt = {10, 20, 30};
+  auto run = [&](uint64_t seed) {
+    GenerateOptions go;
+    go.max_tokens = 24;
+    go.stop_at_eog = false;
+    go.sampling.temperature = 1.5f;
+    go.sampling.top_k = 0;
+    go.sampling.top_p = 1;
+    go.sampling.min_p = 0;
+    go.sampling.seed = seed;
+    auto seq = e->NewSequence();
+    return e->Generate(**seq, prompt, go, nullptr).value().tokens;
+  };
+  EXPECT_EQ(run(5), run(5));
+  EXPECT_NE(run(5), run(6));
+}
+
+TEST_F(EngineTest, ErrorsAreValues) {
+  auto e = Load(/*n_ctx=*/16);
+  ASSERT_NE(e, nullptr);
+  auto seq = e->NewSequence();
+  std::vector<int32_t> too_long(17, 1);
+  auto r = e->Prefill(**seq, too_long);
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  auto seq2 = e->NewSequence();
+  const int32_t bad = 1 << 30;
+  EXPECT_EQ(e->Decode(**seq2, bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*seq2)->n_pos(), 0);
+  EXPECT_FALSE(e->Prefill(**seq2, std::vector<int32_t>{}).ok());
+  // A state of another geometry cannot be adopted.
+  KvConfig other = e->kv_config();
+  other.n_kv_head += 1;
+  EXPECT_FALSE((*seq2)->Adopt(std::move(KvState::Create(other).value()), {}).ok());
+}
+
+}  // namespace
+}  // namespace ember
