@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/cache_bench.h"
+#include "cache/cache_options.h"
 #include "cli/command.h"
 #include "engine/engine.h"
 
@@ -28,7 +30,7 @@ struct Args {
   std::string model, kv = "f16";
   int64_t pp = 512, tg = 128, ubatch = 512;
   int reps = 5, threads = 0;
-  bool json = false, vs_llamacpp = false;
+  bool json = false, vs_llamacpp = false, cache = false;
 };
 
 double Secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -191,6 +193,20 @@ Status Run(const Args& a) {
   return Status::Ok();
 }
 
+// `ember bench MODEL --cache`: the cache benchmark of src/cache/cache_bench.h with its default script.
+Status RunCacheLeg(const Args& a) {
+  CacheBenchOptions o;
+  o.cache_bytes = DefaultPromptCacheBytes();
+  EngineOptions eo;
+  eo.threads = a.threads;
+  eo.load_tokenizer = false;
+  eo.n_ctx = o.system_tokens + o.turns * (o.user_tokens + o.reply_tokens) + 16;
+  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  EMBER_ASSIGN_OR_RETURN(auto turns, RunCacheBench(*engine, o));
+  PrintCacheBench(turns, std::cout);
+  return Status::Ok();
+}
+
 void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand("bench", "Prefill/decode throughput, bandwidth and per-op time (optionally vs llama.cpp)");
@@ -202,9 +218,12 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--ubatch", a->ubatch, "Prefill chunk size")->capture_default_str();
   c->add_option("--kv", a->kv, "KV cache type: f16 | f32")->capture_default_str();
   c->add_flag("--vs-llamacpp", a->vs_llamacpp, "Interleave llama.cpp peer runs (1 and 2 threads) and print ratios");
+  c->add_flag("--cache", a->cache,
+              "Instead: the scripted 10-turn conversation, TTFT per turn with the prompt cache on and off "
+              "(the same as `ember bench-cache MODEL` with its defaults)");
   c->add_flag("--json", a->json, "Print one JSON object");
   c->callback([a, set_exit] {
-    Status st = Run(*a);
+    Status st = a->cache ? RunCacheLeg(*a) : Run(*a);
     if (!st.ok()) std::cerr << "ember bench: " << st.ToString() << "\n";
     set_exit(st.ok() ? 0 : 1);
   });

@@ -82,6 +82,9 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--host", o->host, "Address to bind")->capture_default_str()->envname("EMBER_HOST");
   cmd->add_option("--port", o->port, "Port to bind (0 = any free port)")
       ->capture_default_str()->check(CLI::Range(0, 65535))->envname("EMBER_PORT");
+  cmd->add_option("--prompt-cache-bytes", o->prompt_cache_bytes,
+                  "RAM prompt-cache cap, e.g. 8G (0 = off; default: a quarter of RAM, printed at start)")
+      ->envname("EMBER_PROMPT_CACHE_BYTES");
   cmd->add_option("--api-key", o->api_keys, "Require this API key (repeatable)")->envname("EMBER_API_KEY");
   cmd->add_option("--api-key-file", *key_file, "Read API keys, one per line, from this file")
       ->check(CLI::ExistingFile)->envname("EMBER_API_KEY_FILE");

@@ -166,8 +166,12 @@ class EngineBackend final : public InferenceBackend {
 StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptions& options) {
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Load(options.model_path, EngineOptions{}));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
-  const size_t cache_bytes = DefaultPromptCacheBytes();
-  std::fprintf(stderr, "ember: prompt cache %s in RAM\n", FormatBytes(cache_bytes).c_str());
+  size_t cache_bytes = DefaultPromptCacheBytes();
+  if (!options.prompt_cache_bytes.empty()) {
+    EMBER_ASSIGN_OR_RETURN(cache_bytes, ParseByteSize(options.prompt_cache_bytes));
+  }
+  std::fprintf(stderr, "ember: prompt cache %s in RAM%s\n", FormatBytes(cache_bytes).c_str(),
+               cache_bytes == 0 ? " (off)" : "");
   std::string id = options.model_alias.empty() ? std::filesystem::path(options.model_path).stem().string()
                                                : options.model_alias;
   return std::unique_ptr<InferenceBackend>(new EngineBackend(std::move(engine), cache_bytes, std::move(id)));

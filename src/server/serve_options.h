@@ -23,6 +23,7 @@ struct ServeOptions {
   double shutdown_timeout_s = 10;          // grace for in-flight work on SIGTERM/SIGINT
   int fake_token_delay_ms = 0;             // FakeBackend: per-token sleep
   int32_t fake_context_length = 4096;      // FakeBackend: context length
+  std::string prompt_cache_bytes;          // RAM tier cap ("8G", "0" = off); empty: a quarter of RAM
 };
 
 }  // namespace ember::server
