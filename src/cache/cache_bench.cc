@@ -100,4 +100,13 @@ void PrintCacheBench(const std::vector<CacheBenchTurn>& turns, std::ostream& out
   out << line;
 }
 
+StatusOr<std::unique_ptr<Engine>> LoadCacheBenchEngine(const std::string& model, int threads,
+                                                        const CacheBenchOptions& options) {
+  EngineOptions eo;
+  eo.threads = threads;
+  eo.load_tokenizer = false;
+  eo.n_ctx = options.system_tokens + options.turns * (options.user_tokens + options.reply_tokens) + 16;
+  return Engine::Load(model, eo);
+}
+
 }  // namespace ember

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <ostream>
 #include <vector>
 
@@ -39,6 +41,10 @@ struct CacheBenchTurn {
 };
 
 StatusOr<std::vector<CacheBenchTurn>> RunCacheBench(Engine& engine, const CacheBenchOptions& options);
+
+// Loads `model` (ids only, a context sized for the script) for the cache benchmark.
+StatusOr<std::unique_ptr<Engine>> LoadCacheBenchEngine(const std::string& model, int threads,
+                                                        const CacheBenchOptions& options);
 
 // A fixed-width table, one row per turn, plus the totals.
 void PrintCacheBench(const std::vector<CacheBenchTurn>& turns, std::ostream& out);

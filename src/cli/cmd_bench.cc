@@ -197,11 +197,7 @@ Status Run(const Args& a) {
 Status RunCacheLeg(const Args& a) {
   CacheBenchOptions o;
   o.cache_bytes = DefaultPromptCacheBytes();
-  EngineOptions eo;
-  eo.threads = a.threads;
-  eo.load_tokenizer = false;
-  eo.n_ctx = o.system_tokens + o.turns * (o.user_tokens + o.reply_tokens) + 16;
-  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  EMBER_ASSIGN_OR_RETURN(auto engine, LoadCacheBenchEngine(a.model, a.threads, o));
   EMBER_ASSIGN_OR_RETURN(auto turns, RunCacheBench(*engine, o));
   PrintCacheBench(turns, std::cout);
   return Status::Ok();

@@ -25,11 +25,7 @@ Status Run(Args& a) {
     EMBER_ASSIGN_OR_RETURN(a.o.cache_bytes, ParseByteSize(a.cache_bytes));
   }
   if (a.o.cache_bytes == 0) return InvalidArgument("--prompt-cache-bytes 0 turns the cache off: nothing to compare");
-  EngineOptions eo;
-  eo.threads = a.threads;
-  eo.load_tokenizer = false;
-  eo.n_ctx = a.o.system_tokens + a.o.turns * (a.o.user_tokens + a.o.reply_tokens) + 16;
-  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  EMBER_ASSIGN_OR_RETURN(auto engine, LoadCacheBenchEngine(a.model, a.threads, a.o));
   std::cerr << "prompt cache: " << FormatBytes(a.o.cache_bytes) << ", " << engine->threads() << " threads\n";
   EMBER_ASSIGN_OR_RETURN(auto turns, RunCacheBench(*engine, a.o));
   if (!a.json) {

@@ -180,7 +180,6 @@ namespace {
 
 Status ParseTensorInfo(Cursor& c, GgufTensorInfo* t) {
   std::string_view name;
-  const uint64_t at = c.pos();
   EMBER_RETURN_IF_ERROR(c.String(&name, gguf::kMaxTensorNameLength, "tensor name"));
   t->name = std::string(name);
   const uint64_t dims_at = c.pos();
@@ -208,7 +207,6 @@ Status ParseTensorInfo(Cursor& c, GgufTensorInfo* t) {
                       " is not a multiple of the " + info->name + " block size", type_at);
   t->n_bytes = n / info->block_elems * info->block_bytes;  // n < 2^63 and block_bytes <= 292 / block_elems
   EMBER_RETURN_IF_ERROR(c.Read(&t->offset, "tensor offset"));
-  (void)at;
   return Status::Ok();
 }
 
@@ -384,7 +382,7 @@ StatusOr<std::vector<int64_t>> GgufFile::IntArray(const std::string& key) const 
   out.reserve(v->count);
   const GgufType t = v->elem_type;
   for (uint64_t k = 0; k < v->count; ++k) {
-    const uint8_t* p = v->elems + k * (t == GgufType::kString ? 0 : ScalarSize(t));
+    const uint8_t* p = v->elems + k * ScalarSize(t);
     switch (t) {
       case GgufType::kU8: out.push_back(Load<uint8_t>(p)); break;
       case GgufType::kI8: out.push_back(Load<int8_t>(p)); break;

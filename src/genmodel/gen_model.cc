@@ -75,7 +75,7 @@ class Builder {
     if (ne[0] % block != 0) {
       const GgmlType fb = ne[0] % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
       r_->fallbacks.push_back(name + ": " + GgmlTypeName(type) + " -> " + GgmlTypeName(fb));
-      type = type == GgmlType::F32 ? GgmlType::F32 : fb;
+      type = fb;
     }
     std::vector<uint8_t> bytes(RowBytes(type, ne[0]) * (v.size() / ne[0]));
     EMBER_RETURN_IF_ERROR(Quantize(type, v.data(), bytes.data(), v.size()).WithContext(name));
