@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <string>
 #include <thread>
 
 #include "server/fake_backend.h"
@@ -453,10 +455,17 @@ TEST_F(ServerTest, MetricsAndStats) {
   ASSERT_TRUE(Post("/v1/chat/completions", Chat("echo: hello")));
   ASSERT_TRUE(Post("/v1/chat/completions", Chat("echo: hello")));
   ASSERT_TRUE(client_->Get("/v1/nope"));
-  auto m = client_->Get("/metrics");
-  ASSERT_TRUE(m);
-  EXPECT_EQ(m->status, 200);
-  const std::string& text = m->body;
+  // The request counter is bumped by httplib's logger, which runs after the response is written, so a
+  // client can see the reply before the count: poll (bounded) until the last request is counted.
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    auto m = client_->Get("/metrics");
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->status, 200);
+    text = m->body;
+    if (text.find("route=\"other\",status=\"404\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_NE(text.find("ember_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("ember_http_requests_total{route=\"other\",status=\"404\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ember_completion_tokens_total{route=\"/v1/chat/completions\"} 4\n"), std::string::npos);
