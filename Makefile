@@ -6,6 +6,10 @@ CMAKE_FLAGS ?=
 DATA_DIR := $(if $(XDG_DATA_HOME),$(XDG_DATA_HOME),$(HOME)/.local/share)/ember
 DEMO_MODEL ?= $(DATA_DIR)/demo-llama3-q8_0.gguf
 FUZZ_SECONDS ?= 30
+# Tests run with their own cache and data homes: a server started by a test must not fill (or read)
+# the user's SSD prompt cache or eval DB.
+TEST_HOME := $(abspath $(BUILD))/test-home
+TEST_ENV := XDG_CACHE_HOME=$(TEST_HOME)/cache XDG_DATA_HOME=$(TEST_HOME)/data
 
 .PHONY: all setup build test unit e2e fuzz fuzz-build serve demo-model clean
 
@@ -26,12 +30,14 @@ demo-model: build
 # Unit tests first (ctest: every module's GoogleTest binary, fast ones first, parity tests with the
 # llama.cpp peer among them), then the end-to-end tests with real HTTP clients, then a bounded fuzz run.
 test: setup build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1200
+	@rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
+	@cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1200
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 e2e: build
-	@cd tests/e2e && EMBER_BIN=$(abspath $(BUILD))/ember node --test --test-concurrency=1 .
+	@mkdir -p $(TEST_HOME)
+	@cd tests/e2e && $(TEST_ENV) EMBER_BIN=$(abspath $(BUILD))/ember node --test --test-concurrency=1 .
 
 fuzz-build:
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON \

@@ -12,8 +12,20 @@
 //        times model.tokenize alone on the file's text (best of N runs): ms, MB/s, token count
 //   logits MODEL --tokens 1,2,3 [--out FILE] [--top K] [--kv f32|f16] [--threads N]
 //        teacher-forced: row i = llama.cpp's softmax after tokens[0..i], float32 LE, n_tokens x n_vocab
+//   logits-rows MODEL --tokens 1,2,3 --rows 5,9 [--argmax-from N] [--out FILE] [--kv f32|f16] [--threads N]
+//        teacher-forced like `logits`, but writes only the probability rows of the listed positions (in the
+//        given order) and reports llama.cpp's greedy token at every position >= N as "argmax" — far cheaper
+//        for long sequences over a large vocabulary (each probability row costs ~1 s through the binding)
 //   bench MODEL --tokens 1,2,3 [--gen N] [--threads N] [--kv f16|f32]
 //        prefill the tokens, then greedy-decode N tokens; prints timings
+//   converse MODEL --turns-file TURNS.json [--gen N] [--threads N] [--mode warm|cold] [--only K]
+//        [--save-state FILE] [--load-state FILE]
+//        TURNS.json = [[ids of turn 1's full prompt], [turn 2's], ...]. Per turn, TTFT = evaluating the part
+//        of the prompt the sequence does not already hold, up to the first generated token; then N-1 more
+//        greedy tokens. warm: one context sequence reused across turns (its common prefix is kept); cold:
+//        the sequence is cleared before every turn. --save-state writes the sequence after the last turn;
+//        --load-state restores one before the first (its load time counts in that turn's TTFT).
+//        --only K runs just turn K (1-based).
 //   check-models - --list LIST.json
 //        LIST.json = [{"path": ..., "tokens": [...]}, ...]; loads each model in one process, evaluates the
 //        tokens, and reports per model: loaded, n_vocab, all probabilities finite, top token
@@ -195,6 +207,41 @@ const commands = {
             peer: peerInfo(await llama())};
   },
 
+  async "logits-rows"(modelPath, o) {
+    const tokens = ids(o.tokens);
+    if (!tokens.length) throw new Error("--tokens is empty");
+    const rows = ids(o.rows ?? "");
+    const argmaxFrom = o["argmax-from"] !== undefined ? Number(o["argmax-from"]) : tokens.length;
+    for (const r of rows) if (r >= tokens.length) throw new Error(`row ${r} is past the last token`);
+    const model = await loadModel(modelPath);
+    const nVocab = model.tokens.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens?.length;
+    const {seq} = await makeSequence(model, tokens.length, o);
+    const rowIndex = new Map(rows.map((r, i) => [r, i]));
+    const input = tokens.map((t, i) => {
+      const probabilities = rowIndex.has(i);
+      const token = i >= argmaxFrom;
+      return probabilities || token ? [t, {generateNext: {probabilities, token, options: {temperature: 0}}}] : t;
+    });
+    const out = new Float32Array(rows.length * nVocab);
+    const argmax = [];
+    const t0 = performance.now();
+    await seq.controlledEvaluate(input, {onTokenResult(i, r) {
+      const probs = r?.next?.probabilities;
+      if (rowIndex.has(i)) {
+        if (!probs) throw new Error(`no probabilities at position ${i}`);
+        const base = rowIndex.get(i) * nVocab;
+        for (const [tok, p] of probs) out[base + tok] = p;
+        r.next.probabilities = undefined;  // rows of a large vocabulary add up: keep only the copy
+      }
+      if (i >= argmaxFrom) argmax.push([i, r?.next?.token ?? null]);
+    }});
+    const ms = performance.now() - t0;
+    if (o.out) fs.writeFileSync(o.out, Buffer.from(out.buffer));
+    argmax.sort((a, b) => a[0] - b[0]);
+    return {n_tokens: tokens.length, n_vocab: nVocab, rows, argmax, out: o.out ?? null, eval_ms: ms,
+            peer: peerInfo(await llama())};
+  },
+
   async bench(modelPath, o) {
     const tokens = ids(o.tokens);
     const nGen = Number(o.gen ?? 0);
@@ -220,6 +267,60 @@ const commands = {
             decode_tok_s: generated.length > 1 ? (generated.length - 1) / ((t2 - tGen0) / 1000) : null,
             tokens: generated, threads: o.threads ? Number(o.threads) : null, peer: peerInfo(await llama())};
   },
+};
+
+// Length of the common prefix of two token arrays.
+function commonPrefix(a, b) {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+commands.converse = async function converse(modelPath, o) {
+  const turns = JSON.parse(fs.readFileSync(o["turns-file"], "utf8"));
+  if (!Array.isArray(turns) || !turns.length || !turns.every((t) => Array.isArray(t) && t.length))
+    throw new Error("--turns-file must hold a non-empty array of non-empty id arrays");
+  const nGen = Math.max(1, Number(o.gen ?? 16));
+  const mode = String(o.mode ?? "warm");
+  if (mode !== "warm" && mode !== "cold") throw new Error("--mode must be warm or cold");
+  const only = o.only ? Number(o.only) : 0;
+  const longest = Math.max(...turns.map((t) => t.length));
+  const model = await loadModel(modelPath);
+  const {context, seq} = await makeSequence(model, longest + nGen + 8, o);
+  const out = [];
+  let pendingLoad = o["load-state"] ?? null;
+  for (let k = 0; k < turns.length; k++) {
+    if (only && k + 1 !== only) continue;
+    const ids = turns[k];
+    const t0 = performance.now();
+    if (pendingLoad) {
+      await seq.loadStateFromFile(pendingLoad, {acceptRisk: true});
+      pendingLoad = null;
+    }
+    if (mode === "cold") await seq.clearHistory();
+    let keep = commonPrefix(seq.contextTokens, ids);
+    if (keep >= ids.length) keep = ids.length - 1;  // the last prompt token is evaluated to get logits
+    if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{start: keep, end: seq.nextTokenIndex}]);
+    const suffix = ids.slice(keep);
+    const res = await seq.controlledEvaluate(
+        suffix.map((t, i) => i === suffix.length - 1 ? [t, {generateNext: {token: true, options: {temperature: 0}}}] : t));
+    const t1 = performance.now();
+    const first = res[suffix.length - 1]?.next?.token;
+    const generated = [first];
+    if (nGen > 1) {
+      for await (const tok of seq.evaluate([first], {temperature: 0})) {
+        generated.push(tok);
+        if (generated.length >= nGen) break;
+      }
+    }
+    out.push({turn: k + 1, ttft_ms: t1 - t0, prompt_tokens: ids.length, cached_tokens: keep,
+              evaluated_tokens: suffix.length, generated: generated.length});
+  }
+  let savedBytes = null;
+  if (o["save-state"]) savedBytes = (await seq.saveStateToFile(o["save-state"])).fileSize;
+  await context.dispose();
+  return {mode, turns: out, threads: o.threads ? Number(o.threads) : null, saved_state_bytes: savedBytes,
+          peer: peerInfo(await llama())};
 };
 
 async function main() {

@@ -16,15 +16,33 @@ struct StackCell {
 
 std::vector<double> Values(const RunMeasurement& m, const std::vector<LegMetric>& metrics) {
   std::vector<double> v;
-  for (const auto& lm : metrics) v.push_back((m.*lm.field).value_or(std::nan("")));
+  for (const auto& lm : metrics) v.push_back(MetricValue(m, lm));
   return v;
+}
+
+const TurnMeasurement* FindTurn(const RunMeasurement& m, int turn) {
+  for (const auto& t : m.turns)
+    if (t.turn == turn) return &t;
+  return nullptr;
 }
 
 nlohmann::json SampleJson(const RunMeasurement& m, size_t round, bool extra) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   return {{"round", round},          {"extra", extra},
           {"prefill_tok_s", opt(m.prefill_tok_s)}, {"decode_tok_s", opt(m.decode_tok_s)},
-          {"ttft_ms", opt(m.ttft_ms)}, {"peak_rss_bytes", m.peak_rss_bytes}, {"raw", m.raw}};
+          {"ttft_ms", opt(m.ttft_ms)}, {"ready_ms", opt(m.ready_ms)}, {"peak_rss_bytes", m.peak_rss_bytes},
+          {"raw", m.raw}};
+}
+
+// One turn of one run, as a cache-leg row's sample.
+nlohmann::json TurnSampleJson(const RunMeasurement& m, int turn, size_t round, bool extra) {
+  const TurnMeasurement* t = FindTurn(m, turn);
+  nlohmann::json j = {{"round", round}, {"extra", extra}, {"turn", turn}, {"peak_rss_bytes", m.peak_rss_bytes}};
+  if (t) j.update({{"ttft_ms", t->ttft_ms}, {"prompt_tokens", t->prompt_tokens}, {"cached_tokens", t->cached_tokens},
+                   {"tier", t->tier}});
+  else j["ttft_ms"] = nullptr;
+  if (m.raw.is_object() && m.raw.contains("arena")) j["arena"] = m.raw["arena"];
+  return j;
 }
 
 // One model x one leg: warm-up, interleaved rounds, stability, rows.
@@ -32,10 +50,12 @@ class LegRun {
  public:
   LegRun(const H2hConfig& cfg, H2hEnv& env, const std::string& model, const std::string& hash, Leg leg,
          const std::vector<StackRunner*>& stacks, const std::vector<int32_t>& tokens)
-      : cfg_(cfg), env_(env), model_(model), hash_(hash), leg_(leg), metrics_(MetricsForLeg(leg)) {
+      : cfg_(cfg), env_(env), model_(model), hash_(hash), leg_(leg), metrics_(MetricsForLeg(leg, cfg.turns)) {
     for (StackRunner* s : stacks) cells_.push_back({s, {}, ""});
-    req_ = {model, tokens, cfg.gen_tokens, cfg.threads};
+    req_ = {model, tokens, cfg.gen_tokens, cfg.threads, {}, cfg.turn_gen_tokens};
   }
+
+  void SetTurns(std::vector<std::vector<int32_t>> turns) { req_.turns = std::move(turns); }
 
   void Execute(H2hSummary& out) {
     before_ = env_.preflight ? env_.preflight() : PreflightSnapshot{};
@@ -124,6 +144,7 @@ class LegRun {
       out.cells.push_back(std::move(o));
       return;
     }
+    if (IsCacheLeg(leg_)) return StoreTurns(c, *v, out);
     EvalRow r = BaseRow(c);
     nlohmann::json samples = nlohmann::json::array();
     double spread = 1;
@@ -158,9 +179,55 @@ class LegRun {
     out.cells.push_back(std::move(o));
   }
 
+  // Cache legs: one row per turn, each with its own stability verdict, spread and cached tokens.
+  void StoreTurns(const StackCell& c, const CellStability& v, H2hSummary& out) {
+    CellOutcome o{model_, c.runner->name(), LegName(leg_), "stored", std::nullopt, v.tag};
+    int64_t peak = 0;
+    std::optional<std::string> version, variant;
+    for (const auto& m : c.runs) {
+      peak = std::max(peak, m.peak_rss_bytes);
+      if (!version && m.version) version = m.version;
+      if (!variant && m.variant) variant = m.variant;
+    }
+    for (size_t k = 0; k < metrics_.size(); ++k) {
+      const int turn = metrics_[k].turn;
+      const MetricOutcome& mo = v.metrics[k];
+      EvalRow r = BaseRow(c);
+      r.turn = turn;
+      r.gen_tokens = cfg_.turn_gen_tokens;
+      r.prompt_tokens = static_cast<int64_t>(req_.turns[static_cast<size_t>(turn - 1)].size());
+      nlohmann::json samples = nlohmann::json::array();
+      std::vector<double> cached;
+      for (size_t i = 0; i < c.runs.size(); ++i) {
+        samples.push_back(TurnSampleJson(c.runs[i], turn, i + 1, i >= static_cast<size_t>(cfg_.rounds)));
+        if (const TurnMeasurement* t = FindTurn(c.runs[i], turn)) cached.push_back(static_cast<double>(t->cached_tokens));
+      }
+      if (!cached.empty()) r.cached_tokens = static_cast<int64_t>(*std::min_element(cached.begin(), cached.end()));
+      if (std::isfinite(mo.value)) r.ttft_ms = mo.value;
+      r.spread = std::isfinite(mo.spread) ? mo.spread : 1.0;
+      r.tag = StabilityTagName(mo.tag);
+      r.n_runs = static_cast<int64_t>(c.runs.size());
+      r.peak_rss_bytes = peak;
+      r.stack_version = version;
+      r.stack_variant = variant;
+      if (!r.stack_version && r.stack == "ember") r.stack_version = env_.revision.commit.substr(0, 12);
+      r.samples = samples.dump();
+      auto id = env_.db->Insert(r);
+      if (!id.ok()) {
+        o.status = "failed: " + id.status().ToString();
+        break;
+      }
+      if (!o.row_id) o.row_id = *id;
+    }
+    (o.status == "stored" ? out.stored : out.failed)++;
+    Log(o.status + ": " + Label(c, std::string(StabilityTagName(v.tag)) + ", " + std::to_string(metrics_.size()) + " turns"));
+    out.cells.push_back(std::move(o));
+  }
+
   static std::optional<double> EvalRow::*RowField(const LegMetric& m) {
     if (m.field == &RunMeasurement::prefill_tok_s) return &EvalRow::prefill_tok_s;
     if (m.field == &RunMeasurement::decode_tok_s) return &EvalRow::decode_tok_s;
+    if (m.field == &RunMeasurement::ready_ms) return &EvalRow::ready_ms;
     return &EvalRow::ttft_ms;
   }
 
@@ -188,22 +255,58 @@ Status CheckSetup(const H2hConfig& cfg, const H2hEnv& env) {
   if (cfg.models.empty()) return InvalidArgument("h2h: no models");
   if (cfg.rounds < 1 || cfg.threads < 1 || cfg.prompt_tokens < 1 || cfg.gen_tokens < 2)
     return InvalidArgument("h2h: rounds, threads and prompt tokens must be >= 1 and gen tokens >= 2");
+  for (Leg l : cfg.legs)
+    if (IsCacheLeg(l) && (cfg.turns < 1 || cfg.turn_gen_tokens < 1))
+      return InvalidArgument("h2h: cache legs need turns and turn tokens >= 1");
   return Status::Ok();
+}
+
+// A stack that is not applicable to a leg gets a row saying so (tag n/a, the reason in its samples).
+Status StoreNotApplicable(const H2hConfig& cfg, H2hEnv& env, const std::string& model, const std::string& hash,
+                          Leg leg, const StackRunner& s, const std::string& reason) {
+  EvalRow r;
+  r.created_at = env.now ? env.now() : "";
+  r.ember_commit = env.revision.commit;
+  r.ember_dirty = env.revision.dirty;
+  r.stack = s.name();
+  r.model_path = model;
+  r.model_hash = hash;
+  r.leg = LegName(leg);
+  r.threads = cfg.threads;
+  r.prompt_tokens = cfg.prompt_tokens;
+  r.gen_tokens = cfg.gen_tokens;
+  r.n_runs = 0;
+  r.tag = "n/a";
+  r.samples = nlohmann::json::array({{{"reason", reason}}}).dump();
+  return env.db->Insert(r).status();
 }
 
 }  // namespace
 
-std::vector<LegMetric> MetricsForLeg(Leg leg) {
+std::vector<LegMetric> MetricsForLeg(Leg leg, int turns) {
   switch (leg) {
     case Leg::kDirect:
       return {{{"prefill_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::prefill_tok_s},
               {{"decode_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::decode_tok_s}};
     case Leg::kServed:
       return {{{"ttft_ms", Direction::kLowerIsFaster}, &RunMeasurement::ttft_ms},
-              {{"decode_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::decode_tok_s}};
-    default:
-      return {{{"ttft_ms", Direction::kLowerIsFaster}, &RunMeasurement::ttft_ms}};
+              {{"decode_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::decode_tok_s},
+              {{"ready_ms", Direction::kLowerIsFaster}, &RunMeasurement::ready_ms}};
+    default: {
+      std::vector<LegMetric> v;
+      for (int t = 1; t <= turns; ++t)
+        v.push_back({{"ttft_ms_turn_" + std::to_string(t), Direction::kLowerIsFaster}, &RunMeasurement::ttft_ms, t});
+      return v;
+    }
   }
+}
+
+double MetricValue(const RunMeasurement& m, const LegMetric& metric) {
+  if (metric.turn > 0) {
+    const TurnMeasurement* t = FindTurn(m, metric.turn);
+    return t ? t->ttft_ms : std::nan("");
+  }
+  return (m.*metric.field).value_or(std::nan(""));
 }
 
 StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
@@ -212,6 +315,7 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
   for (const std::string& model : cfg.models) {
     auto hash = env.db->ModelHash(model);
     std::optional<std::vector<int32_t>> tokens;  // tokenized once per model, on first need
+    std::optional<std::vector<std::vector<int32_t>>> turns;  // the conversation, likewise
     for (Leg leg : cfg.legs) {
       std::vector<StackRunner*> todo;
       for (StackRunner* s : env.stacks) {
@@ -222,9 +326,14 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
           have = h.ok() && *h;
         }
         if (!hash.ok()) o.status = "failed: " + hash.status().ToString();
-        else if (!s->Supports(leg)) o.status = std::string("skipped: leg ") + LegName(leg) + " not implemented yet";
         else if (have) o.status = "skipped: already in the eval DB (use --redo)";
-        else {
+        else if (!s->Supports(leg)) {
+          o.status = s->SkipReason(leg);
+          if (o.status.rfind("n/a", 0) == 0) {
+            Status st = StoreNotApplicable(cfg, env, model, *hash, leg, *s, o.status);
+            if (!st.ok()) o.status = "failed: " + st.ToString();
+          }
+        } else {
           todo.push_back(s);
           continue;
         }
@@ -232,6 +341,18 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
         out.cells.push_back(std::move(o));
       }
       if (todo.empty()) continue;
+      if (IsCacheLeg(leg) && !turns) {
+        auto t = env.conversation ? env.conversation(model, cfg.turns)
+                                  : StatusOr<std::vector<std::vector<int32_t>>>(InvalidArgument("no conversation tokenizer"));
+        if (!t.ok() || t->size() != static_cast<size_t>(cfg.turns)) {
+          const std::string why = t.ok() ? "wrong number of turns" : t.status().ToString();
+          for (StackRunner* s : todo)
+            out.cells.push_back({model, s->name(), LegName(leg), "failed: conversation: " + why, {}, {}});
+          out.failed += static_cast<int>(todo.size());
+          continue;
+        }
+        turns = std::move(t).value();
+      }
       if (!tokens) {
         auto t = env.tokenize(model, cfg.prompt_tokens);
         if (!t.ok()) {
@@ -242,7 +363,9 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
         }
         tokens = std::move(t).value();
       }
-      LegRun(cfg, env, model, *hash, leg, todo, *tokens).Execute(out);
+      LegRun run(cfg, env, model, *hash, leg, todo, *tokens);
+      if (IsCacheLeg(leg)) run.SetTurns(*turns);
+      run.Execute(out);
     }
   }
   if (env.progress) env.progress->Finish();

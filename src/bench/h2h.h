@@ -7,8 +7,9 @@
 //   - every cell stored as one eval-DB row with its machine state, commit, model hash and peer version;
 //   - resumable: a cell already in the DB for this commit+model+stack+leg+threads is skipped unless
 //     `redo`.
-// Legs no runner implements yet (served, cache legs) are reported as skipped, so adding one is a new
-// StackRunner::Run branch plus its metric list in MetricsForLeg; the loop here does not change.
+// A stack that cannot run a leg says why (StackRunner::SkipReason): an "n/a: ..." reason is stored as a
+// row tagged `n/a` so the report shows it; other reasons are only printed. Cache legs are judged per
+// turn (one metric per turn's TTFT) and stored as one row per turn.
 //
 // Everything outside (stacks, DB, tokenizer, preflight, clock) comes in through H2hEnv, so tests run the
 // whole orchestration with fakes in milliseconds.
@@ -36,6 +37,8 @@ struct H2hConfig {
   int prompt_tokens = 512;
   int gen_tokens = 128;
   int rounds = 5;
+  int turns = 10;            // cache legs: turns of the conversation
+  int turn_gen_tokens = 16;  // cache legs: tokens generated per turn
   bool warmup = true;
   bool redo = false;
   StabilityPolicy policy;
@@ -51,6 +54,8 @@ struct H2hEnv {
   EvalDb* db = nullptr;
   // Exactly `n` token ids of a fixed prompt for `model`.
   std::function<StatusOr<std::vector<int32_t>>(const std::string& model, int n)> tokenize;
+  // Cache legs: turn k's full prompt ids of the fixed conversation (served_bench.h), once per model.
+  std::function<StatusOr<std::vector<std::vector<int32_t>>>(const std::string& model, int turns)> conversation;
   std::function<PreflightSnapshot()> preflight;
   std::function<std::string()> now;  // ISO-8601 UTC
   SourceRevision revision;
@@ -73,9 +78,12 @@ struct H2hSummary {
 // The metrics a leg's rounds are judged on, and how to read each from a measurement.
 struct LegMetric {
   MetricSpec spec;
-  std::optional<double> RunMeasurement::*field;
+  std::optional<double> RunMeasurement::*field;  // unused when turn > 0
+  int turn = 0;                                  // cache legs: the TTFT of this turn (1-based)
 };
-std::vector<LegMetric> MetricsForLeg(Leg leg);
+std::vector<LegMetric> MetricsForLeg(Leg leg, int turns = 10);
+// A metric's value in one measurement (NaN when the run did not produce it).
+double MetricValue(const RunMeasurement& m, const LegMetric& metric);
 
 // Fails only on setup errors (no stacks, no DB, bad config); a failing stack fails its cells.
 StatusOr<H2hSummary> RunH2h(const H2hConfig& config, H2hEnv& env);

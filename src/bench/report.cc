@@ -29,6 +29,7 @@ const Metric kMetrics[] = {
     {"prefill_tok_s", "prefill", "tok/s (higher is faster)", true, &EvalRow::prefill_tok_s},
     {"decode_tok_s", "decode", "tok/s (higher is faster)", true, &EvalRow::decode_tok_s},
     {"ttft_ms", "TTFT", "ms (lower is faster)", false, &EvalRow::ttft_ms},
+    {"ready_ms", "start -> ready", "ms (lower is faster)", false, &EvalRow::ready_ms},
 };
 
 std::string Fmt(const char* fmt, double v) {
@@ -40,6 +41,15 @@ std::string Fmt(const char* fmt, double v) {
 std::string ModelKey(const EvalRow& r) { return r.model_hash.value_or(r.model_path); }
 
 bool Unstable(const EvalRow& r) { return r.tag.value_or("") == "unstable"; }
+bool NotApplicable(const EvalRow& r) { return r.tag.value_or("") == "n/a"; }
+
+// The reason an n/a row carries in its samples ([{"reason": "..."}]).
+std::string NaReason(const EvalRow& r) {
+  nlohmann::json s = nlohmann::json::parse(r.samples, nullptr, false);
+  if (s.is_array() && !s.empty() && s[0].is_object() && s[0].contains("reason") && s[0]["reason"].is_string())
+    return s[0]["reason"].get<std::string>();
+  return "n/a";
+}
 bool PreflightFailed(const EvalRow& r) { return r.preflight_ok && !*r.preflight_ok; }
 
 // A section is one leg at one thread count and shape: only rows within it are comparable.
@@ -66,7 +76,8 @@ Cells LatestCells(const std::vector<EvalRow>& rows, bool with_turns) {
 std::vector<std::string> StacksIn(const std::map<std::string, std::map<std::string, EvalRow>>& models) {
   std::set<std::string> s;
   for (const auto& [m, stacks] : models)
-    for (const auto& [st, r] : stacks) s.insert(st);
+    for (const auto& [st, r] : stacks)
+      if (r.tag.value_or("") != "n/a") s.insert(st);
   std::vector<std::string> out;
   if (s.count("ember")) out.push_back("ember");  // ember first, then the peers
   for (const auto& st : s)
@@ -95,7 +106,7 @@ std::optional<std::string> MetricChart(const std::map<std::string, std::map<std:
     BarGroup g{BaseName(stacks.begin()->second.model_path), RatioNote(stacks, m), {}};
     for (const auto& st : chart.series) {
       auto it = stacks.find(st);
-      if (it == stacks.end()) continue;
+      if (it == stacks.end() || NotApplicable(it->second)) continue;
       const EvalRow& r = it->second;
       Bar b{st, (r.*m.field).value_or(std::nan("")), std::nullopt, std::nullopt, "", Unstable(r) || PreflightFailed(r)};
       any |= (r.*m.field).has_value();
@@ -154,20 +165,31 @@ void AddBarSections(const Cells& cells, const ReportOptions& o, ReportFiles& out
       out.markdown += "![" + SectionTitle(sec) + ": " + m.title + "](" + o.plots_dir + "/" + name + ")\n\n";
     }
     out.markdown += TableRows(models) + "\n";
+    for (const auto& [key, stacks] : models)
+      for (const auto& [st, r] : stacks)
+        if (NotApplicable(r)) out.markdown += "- " + BaseName(r.model_path) + ", " + st + ": " + NaReason(r) + "\n";
+    out.markdown += "\n";
   }
 }
 
 void AddTurnSections(const std::vector<EvalRow>& rows, const ReportOptions& o, ReportFiles& out) {
-  // model -> "stack leg" -> turn -> latest TTFT
+  // model -> "stack leg" -> turn -> latest row
+  std::map<std::string, std::map<std::string, std::map<int64_t, EvalRow>>> rows_of;
   std::map<std::string, std::map<std::string, std::map<int64_t, double>>> per_model;
   std::map<std::string, std::string> names;
   for (const auto& r : rows) {
     if (!r.turn || !r.ttft_ms) continue;
     per_model[ModelKey(r)][r.stack + " " + r.leg][*r.turn] = *r.ttft_ms;
+    rows_of[ModelKey(r)][r.stack + " " + r.leg][*r.turn] = r;
     names[ModelKey(r)] = BaseName(r.model_path);
   }
   if (per_model.empty()) return;
   out.markdown += "## Cache legs: TTFT per turn\n\n";
+  out.markdown +=
+      "A scripted conversation, every stack fed the same token ids per turn. `cache-warm`: the prefix cache in "
+      "RAM; `cache-restore`: each turn the first request after a restart (ember: SSD tier; llama.cpp: the "
+      "sequence state file); `cache-cold`: no reuse. ember is measured through its HTTP server, the llama.cpp "
+      "peer in-process (node-llama-cpp has no server), so the peer's TTFT carries no HTTP cost.\n\n";
   int n = 0;
   for (const auto& [key, series] : per_model) {
     LineChart chart{"TTFT per turn: " + names[key], "turn", "TTFT ms (lower is faster)", {}};
@@ -179,6 +201,37 @@ void AddTurnSections(const std::vector<EvalRow>& rows, const ReportOptions& o, R
     std::string name = "turns-" + std::to_string(n++) + ".svg";
     out.svgs.emplace_back(name, RenderLineChart(chart));
     out.markdown += "![TTFT per turn: " + names[key] + "](" + o.plots_dir + "/" + name + ")\n\n";
+    // The figures behind the lines: TTFT ms (cached tokens / prompt tokens), tags marked.
+    const auto& cells = rows_of[key];
+    std::set<int64_t> all_turns;
+    out.markdown += "| turn |";
+    std::string sep = "|---:|";
+    for (const auto& [label, turns] : cells) {
+      out.markdown += " " + label + " |";
+      sep += "---:|";
+      for (const auto& [t, r] : turns) all_turns.insert(t);
+    }
+    out.markdown += "\n" + sep + "\n";
+    for (int64_t t : all_turns) {
+      out.markdown += "| " + std::to_string(t) + " |";
+      for (const auto& [label, turns] : cells) {
+        auto it = turns.find(t);
+        if (it == turns.end()) {
+          out.markdown += " - |";
+          continue;
+        }
+        const EvalRow& r = it->second;
+        std::string cell = Opt(r.ttft_ms, "%.1f");
+        if (r.cached_tokens && r.prompt_tokens)
+          cell += " (" + std::to_string(*r.cached_tokens) + "/" + std::to_string(*r.prompt_tokens) + ")";
+        if (Unstable(r)) cell += " ?";
+        else if (r.tag.value_or("") == "stabilized") cell += " s";
+        if (PreflightFailed(r)) cell += " \u2021";
+        out.markdown += " " + cell + " |";
+      }
+      out.markdown += "\n";
+    }
+    out.markdown += "\nCells: TTFT ms (cached / prompt tokens).\n\n";
   }
 }
 

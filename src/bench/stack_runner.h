@@ -18,11 +18,13 @@ namespace ember::bench {
 // The arenas of spec/bench.md §3; rows only ever compare within one leg.
 enum class Leg {
   kDirect,        // library call in-process: prefill and decode speed
-  kServed,        // through the HTTP server: TTFT and served decode (later)
-  kCacheWarm,     // 10-turn conversation, RAM prefix cache (later)
-  kCacheRestore,  // the same after a restart: SSD restore (later)
-  kCacheCold,     // the same with the cache off (later)
+  kServed,        // through the HTTP server: TTFT, served decode, start -> ready
+  kCacheWarm,     // 10-turn conversation, RAM prefix cache: TTFT per turn
+  kCacheRestore,  // the same, each turn the first request after a restart: SSD restore
+  kCacheCold,     // the same with the cache off
 };
+
+inline bool IsCacheLeg(Leg leg) { return leg == Leg::kCacheWarm || leg == Leg::kCacheRestore || leg == Leg::kCacheCold; }
 
 struct LegSpec {
   Leg leg;
@@ -38,10 +40,22 @@ struct BenchRequest {
   std::vector<int32_t> tokens;  // the same ids for every stack (tokenized once per model)
   int gen_tokens = 128;
   int threads = 1;
+  // Cache legs: turn k's full prompt ids (the same for every stack), and tokens generated per turn.
+  std::vector<std::vector<int32_t>> turns;
+  int turn_gen_tokens = 16;
+};
+
+// One turn of a cache leg's conversation.
+struct TurnMeasurement {
+  int turn = 0;  // 1-based
+  double ttft_ms = 0;
+  int64_t prompt_tokens = 0, cached_tokens = 0;
+  std::string tier;  // "ram", "ssd", "none", or the stack's own word
 };
 
 struct RunMeasurement {
-  std::optional<double> prefill_tok_s, decode_tok_s, ttft_ms;
+  std::optional<double> prefill_tok_s, decode_tok_s, ttft_ms, ready_ms;
+  std::vector<TurnMeasurement> turns;                   // cache legs
   int64_t peak_rss_bytes = 0;
   std::optional<std::string> version, variant;          // stack version, e.g. CPU variant library
   std::optional<std::string> arch, dtype;
@@ -54,18 +68,28 @@ class StackRunner {
   virtual ~StackRunner() = default;
   virtual std::string name() const = 0;  // "ember", "llama.cpp": the row's `stack`
   virtual bool Supports(Leg leg) const = 0;
+  // Why a leg this stack does not support is skipped. A reason starting "n/a" is stored as an eval-DB
+  // row tagged `n/a` (the report shows it); anything else is only printed.
+  virtual std::string SkipReason(Leg leg) const {
+    return std::string("skipped: leg ") + LegName(leg) + " not implemented yet";
+  }
   // One measured round. Errors: the stack could not run or printed no usable figures.
   virtual StatusOr<RunMeasurement> Run(Leg leg, const BenchRequest& req) = 0;
 };
 
-// Runs `ember bench MODEL --json --pp N --tg N --threads T --reps 1` with the given ember binary.
+// Direct: `ember bench MODEL --json --pp N --tg N --threads T --reps 1`. Served and cache legs: a fresh
+// `ember serve MODEL` per round (per turn for cache-restore), measured over loopback (served_bench.h).
 std::unique_ptr<StackRunner> MakeEmberRunner(const std::string& ember_binary, double timeout_s);
-// Runs `node <runner.mjs> bench MODEL --tokens ... --gen N --threads T` (node-llama-cpp peer).
+// Direct: `node <runner.mjs> bench MODEL --tokens ... --gen N --threads T` (node-llama-cpp peer). Cache
+// legs: `runner.mjs converse` (one context sequence reused across turns, or a fresh one per turn; restore
+// through the sequence's state file). Served: n/a, node-llama-cpp has no HTTP server.
 std::unique_ptr<StackRunner> MakeLlamaCppRunner(const std::string& node, const std::string& runner_mjs,
                                                 double timeout_s);
 
 // Parses a stack's JSON output into a measurement. Exposed for tests.
 StatusOr<RunMeasurement> ParseEmberBenchJson(const std::string& text);
 StatusOr<RunMeasurement> ParsePeerBenchJson(const std::string& text);
+// `runner.mjs converse` output: {"turns": [{"turn", "ttft_ms", "prompt_tokens", "cached_tokens"}...]}.
+StatusOr<RunMeasurement> ParsePeerConverseJson(const std::string& text);
 
 }  // namespace ember::bench

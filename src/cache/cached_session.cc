@@ -28,6 +28,15 @@ uint64_t CopiedBytes(const std::vector<const void*>& adopted, const KvState& kv)
 CachedSession::CachedSession(Engine& engine, PromptCache* cache, CachedSessionOptions options)
     : engine_(engine), cache_(cache), opts_(std::move(options)) {}
 
+CachedSession::CachedSession(Engine& engine, TieredCache* tiers, CachedSessionOptions options)
+    : engine_(engine), cache_(tiers != nullptr ? &tiers->ram() : nullptr), tiers_(tiers), opts_(std::move(options)) {}
+
+Status CachedSession::InsertEntry(std::vector<int32_t> tokens, std::unique_ptr<EntryState> state,
+                                  const std::string& ns) {
+  if (tiers_ != nullptr) return tiers_->Insert(std::move(tokens), std::move(state), ns);
+  return cache_->Insert(std::move(tokens), std::move(state), ns);
+}
+
 double CachedSession::Now() const {
   if (opts_.now_s) return opts_.now_s();
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -45,21 +54,46 @@ StatusOr<CachedSession::Prepared> CachedSession::Prepare(const SessionRequest& r
     return out;
   }
   EMBER_ASSIGN_OR_RETURN(CacheHit hit, cache_->Lookup(prompt, req.ns));
-  if (hit.p > 0) {
+  ColdLookup cold;
+  if (tiers_ != nullptr && tiers_->cold_enabled()) {
+    cold = tiers_->LookupCold(prompt, req.ns, hit.p);
+    result->cold_decision = cold.decision;
+  }
+  if (cold.state) {
+    // Restored blocks are this sequence's own (no donor shares them): nothing to note for copy-on-write.
+    hit.p = cold.p;
+    hit.view.reset();
+    EMBER_RETURN_IF_ERROR(out.seq->Adopt(std::move(*cold.state), {prompt.begin(), prompt.begin() + hit.p}));
+    out.pending = static_cast<size_t>(hit.p);
+    result->cached_tokens = hit.p;
+    result->tier = "ssd";
+    result->restore_ms = cold.restore_ms;
+  } else if (hit.p > 0) {
     auto* kv_view = dynamic_cast<KvEntryState*>(hit.view.get());
     if (kv_view == nullptr) return Internal("cached session: cache entry is not a KV state");
     out.adopted_blocks = BlockIds(kv_view->kv());
     EMBER_RETURN_IF_ERROR(out.seq->Adopt(std::move(*kv_view).Take(), {prompt.begin(), prompt.begin() + hit.p}));
     out.pending = static_cast<size_t>(hit.p);
     result->cached_tokens = hit.p;
+    result->tier = "ram";
+  }
+  if (tiers_ != nullptr) {
+    // The KV this request will add (prompt rest + generated tokens) must fit beside the RAM tier (§4.8).
+    // A relief failure leaves the entries resident; the request goes on either way.
+    const KvConfig kc = out.seq->kv().config();
+    const uint64_t per_pos = kc.block_bytes() / static_cast<uint64_t>(std::max(kc.block_size, 1));
+    const uint64_t positions = static_cast<uint64_t>(L - hit.p + std::max<int64_t>(req.generate.max_tokens, 0));
+    (void)tiers_->RelieveFor(positions * per_pos);
   }
   if (L - hit.p >= opts_.snapshot_min_tokens) {
     // Split the cold prefill at L - 1 so the prompt-only state really exists at that offset (§2.5).
     const auto head = prompt.subspan(out.pending, static_cast<size_t>(L - 1) - out.pending);
+    const double t0 = Now();
     EMBER_RETURN_IF_ERROR(engine_.Prefill(*out.seq, head, 0, req.generate.cancel).status());
+    if (tiers_ != nullptr) tiers_->NotePrefill(static_cast<int64_t>(head.size()), Now() - t0);
     out.pending = static_cast<size_t>(L - 1);
     EMBER_ASSIGN_OR_RETURN(auto snap, SnapshotKv(out.seq->kv(), L - 1));
-    EMBER_RETURN_IF_ERROR(cache_->Insert({prompt.begin(), prompt.end() - 1}, std::move(snap), req.ns));
+    EMBER_RETURN_IF_ERROR(InsertEntry({prompt.begin(), prompt.end() - 1}, std::move(snap), req.ns));
     result->snapshot_stored = true;
   }
   return out;
@@ -68,12 +102,15 @@ StatusOr<CachedSession::Prepared> CachedSession::Prepare(const SessionRequest& r
 StatusOr<int64_t> CachedSession::PutBack(const Sequence& seq, const std::string& ns) {
   if (cache_ == nullptr || !cache_->enabled() || seq.n_pos() == 0) return int64_t{0};
   EMBER_ASSIGN_OR_RETURN(auto state, SnapshotKv(seq.kv(), seq.n_pos()));
-  EMBER_RETURN_IF_ERROR(cache_->Insert(seq.tokens(), std::move(state), ns));
+  EMBER_RETURN_IF_ERROR(InsertEntry(seq.tokens(), std::move(state), ns));
   return seq.n_pos();
 }
 
 StatusOr<SessionResult> CachedSession::Generate(const SessionRequest& req, const TokenCallback& on_token) {
   const double t0 = Now();
+  // The cold tier's writer yields to this generation (bounded); relief inside Prepare is not deferred.
+  WriteQueue::Foreground foreground;
+  if (tiers_ != nullptr) foreground = tiers_->ForegroundScope();
   SessionResult r;
   EMBER_ASSIGN_OR_RETURN(Prepared prep, Prepare(req, &r));
   bool first = true;
@@ -86,6 +123,7 @@ StatusOr<SessionResult> CachedSession::Generate(const SessionRequest& req, const
   };
   const std::span<const int32_t> rest = std::span<const int32_t>(req.prompt).subspan(prep.pending);
   EMBER_ASSIGN_OR_RETURN(r.gen, engine_.Generate(*prep.seq, rest, req.generate, timed));
+  if (tiers_ != nullptr) tiers_->NotePrefill(r.gen.prompt_tokens, r.gen.prefill_s);
   r.prefilled_tokens = r.prompt_tokens - r.cached_tokens;
   r.cow_bytes_copied = CopiedBytes(prep.adopted_blocks, prep.seq->kv());
   if (caching(req)) {

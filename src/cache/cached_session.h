@@ -1,6 +1,9 @@
-// A request through the engine with the prompt cache in front of it (spec/cache.md §2):
+// A request through the engine with the prompt cache in front of it (spec/cache.md §2, §4):
 //
-//   1. Lookup(prompt, ns) -> view at p (or a miss); the sequence adopts the view (zero copy).
+//   1. Lookup(prompt, ns) -> view at p (or a miss); with a cold tier (TieredCache), an SSD entry strictly
+//      longer than p is restored instead when that is estimated cheaper than recomputing the difference.
+//      The sequence adopts the view or the restored state (a view is zero copy). Before prefilling, the
+//      cold tier may relieve RAM pressure (write and free LRU entries) so the new KV fits the cap.
 //   2. If the part still to prefill, L - p, is >= snapshot_min_tokens: prefill up to L - 1, store that
 //      prompt-only state as its own entry (§2.5), then go on. Otherwise nothing is split.
 //   3. Engine::Generate forwards the rest of the prompt, samples and decodes.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "cache/prompt_cache.h"
+#include "cache/tiered_cache.h"
 #include "engine/engine.h"
 
 namespace ember {
@@ -40,6 +44,9 @@ struct SessionResult {
   double ttft_s = 0;              // request start (before the lookup) -> first token sampled
   uint64_t cow_bytes_copied = 0;  // bytes of adopted blocks that extending the view copied
   int64_t entry_tokens = 0;       // length of the entry put back (0: none)
+  std::string tier = "none";      // where cached_tokens came from: "ram", "ssd" or "none"
+  std::string cold_decision;      // the cold tier's choice (ColdLookup::decision); "" without a cold tier
+  double restore_ms = 0;          // time to restore from SSD (0: no restore)
 };
 
 struct CachedSessionOptions {
@@ -51,6 +58,11 @@ class CachedSession {
  public:
   // cache may be null (no caching).
   CachedSession(Engine& engine, PromptCache* cache, CachedSessionOptions options = {});
+  // RAM + SSD: tiers->ram() is the RAM tier; tiers must outlive this.
+  CachedSession(Engine& engine, TieredCache* tiers, CachedSessionOptions options = {});
+  // No caching (keeps `CachedSession(engine, nullptr)` unambiguous).
+  CachedSession(Engine& engine, std::nullptr_t, CachedSessionOptions options = {})
+      : CachedSession(engine, static_cast<PromptCache*>(nullptr), std::move(options)) {}
 
   StatusOr<SessionResult> Generate(const SessionRequest& req, const TokenCallback& on_token);
 
@@ -67,10 +79,12 @@ class CachedSession {
 
  private:
   double Now() const;
+  Status InsertEntry(std::vector<int32_t> tokens, std::unique_ptr<EntryState> state, const std::string& ns);
   bool caching(const SessionRequest& req) const { return cache_ != nullptr && cache_->enabled() && !req.bypass_cache; }
 
   Engine& engine_;
   PromptCache* cache_;
+  TieredCache* tiers_ = nullptr;
   CachedSessionOptions opts_;
 };
 

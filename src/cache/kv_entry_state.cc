@@ -7,9 +7,10 @@ std::vector<LayerHold> KvEntryState::layers() const {
   if (c.kinds.empty()) return {LayerHold{StateKind::kFull, 0, 0}};  // one group: every layer full
   std::vector<LayerHold> out;
   out.reserve(c.kinds.size());
-  for (const LayerStateSpec& s : c.kinds) {
-    // Recurrent layers hold only the state after the last token; attention layers hold every block.
-    out.push_back(LayerHold{s.kind, s.window, s.kind == StateKind::kRecurrent ? kv_.n_pos() : 0});
+  for (int32_t l = 0; l < c.n_layer; ++l) {
+    const LayerStateSpec& s = c.kinds[static_cast<size_t>(l)];
+    // Recurrent layers hold only the state after the last token; attention layers what KvState kept.
+    out.push_back(LayerHold{s.kind, s.window, s.kind == StateKind::kRecurrent ? kv_.n_pos() : kv_.held_from(l)});
   }
   return out;
 }

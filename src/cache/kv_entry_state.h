@@ -1,11 +1,10 @@
 // KvState as a prompt-cache entry state.
 //
-// Per-layer holds come from the KvConfig's layer kinds. KvState keeps every block of every layer for
-// the whole sequence (no ring), so a kWindow layer holds from 0 and stays trimmable to any offset: the
-// "block design with a margin" of spec §3.2 with an unbounded margin — chosen because the block table
-// already exists and cutting it is free, where a ring would make every wrapped entry unusable for a
-// next turn that drifts by one token. (KvState does not run window layers yet; when it frees blocks
-// outside the window it must report held_from here, and the trim rules stay exact.)
+// Per-layer holds come from the KvConfig's layer kinds and the state itself: kFull layers hold from 0;
+// a kWindow layer reports KvState::held_from(layer), the first position its group still holds. KvState
+// keeps a window layer's blocks for window + window_margin positions behind the newest one and releases
+// older blocks (docs/sliding-window.md), so the trim rules (cache/trim_rules.h) see exactly what is left:
+// an entry whose window has moved on past a candidate offset refuses it and the lookup moves on.
 //
 // Thread-safety: const methods from any thread; the wrapped state is not modified after construction.
 #pragma once

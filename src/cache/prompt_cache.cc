@@ -1,6 +1,7 @@
 #include "cache/prompt_cache.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "cache/trim_rules.h"
 
@@ -19,8 +20,8 @@ bool IsStrictPrefix(const std::vector<int32_t>& shorter, const std::vector<int32
 
 }  // namespace
 
-PromptCache::PromptCache(PromptCacheOptions options)
-    : capacity_(options.capacity_bytes), spill_(std::move(options.spill)) {
+PromptCache::PromptCache(PromptCacheOptions options, std::function<int64_t()> now_us)
+    : capacity_(options.capacity_bytes), spill_(std::move(options.spill)), now_us_(std::move(now_us)) {
   st_.capacity = capacity_;
 }
 
@@ -54,6 +55,7 @@ StatusOr<CacheHit> PromptCache::Lookup(std::span<const int32_t> prompt, const st
   // Pointer copies only: cheap enough to stay under the mutex, which keeps counters and view consistent.
   EMBER_ASSIGN_OR_RETURN(hit.view, donor.state->View(hit.p));
   slots_[best].last_used = ++tick_;
+  slots_[best].last_used_us = NowMicros();
   hit.donor_tokens = static_cast<int64_t>(donor.tokens.size());
   ++st_.hits;
   st_.tokens_served += static_cast<uint64_t>(hit.p);
@@ -85,7 +87,7 @@ Status PromptCache::Insert(std::vector<int32_t> tokens, std::unique_ptr<EntrySta
       ++st_.oversize;
       if (spill_) victims.push_back(entry);
     } else {
-      slots_.push_back(Slot{entry, ++tick_});
+      slots_.push_back(Slot{entry, ++tick_, NowMicros()});
       ChargeLocked(*entry->state);
       DropRedundantLocked(*entry, slots_.size() - 1);
       victims = EvictLocked(entry.get());
@@ -207,6 +209,46 @@ std::vector<std::shared_ptr<const CacheEntry>> PromptCache::EntriesByRecency() c
   std::vector<std::shared_ptr<const CacheEntry>> out;
   for (const Slot* s : order) out.push_back(s->entry);
   return out;
+}
+
+int64_t PromptCache::NowMicros() const {
+  if (now_us_) return now_us_();
+  using namespace std::chrono;
+  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::shared_ptr<const CacheEntry> PromptCache::FindExact(std::span<const int32_t> tokens,
+                                                         const std::string& ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Slot& s : slots_) {
+    const CacheEntry& e = *s.entry;
+    if (e.ns == ns && std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(), tokens.end())) return s.entry;
+  }
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<const CacheEntry>> PromptCache::IdleSince(int64_t cutoff_us) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const Slot*> idle;
+  for (const Slot& s : slots_) {
+    if (s.last_used_us <= cutoff_us) idle.push_back(&s);
+  }
+  std::sort(idle.begin(), idle.end(), [](const Slot* a, const Slot* b) { return a->last_used < b->last_used; });
+  std::vector<std::shared_ptr<const CacheEntry>> out;
+  for (const Slot* s : idle) out.push_back(s->entry);
+  return out;
+}
+
+bool PromptCache::Remove(const CacheEntry* e, int64_t cutoff_us) {
+  std::shared_ptr<const CacheEntry> removed;  // freed after the mutex is released
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].entry.get() != e) continue;
+    if (cutoff_us >= 0 && slots_[i].last_used_us > cutoff_us) return false;
+    removed = RemoveLocked(i);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace ember

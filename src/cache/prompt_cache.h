@@ -75,7 +75,8 @@ struct PromptCacheOptions {
 
 class PromptCache {
  public:
-  explicit PromptCache(PromptCacheOptions options);
+  // now_us: clock for last-use times in microseconds (idle demotion); null: steady_clock.
+  explicit PromptCache(PromptCacheOptions options, std::function<int64_t()> now_us = nullptr);
 
   bool enabled() const { return capacity_ > 0; }
   size_t capacity() const { return capacity_; }
@@ -91,13 +92,24 @@ class PromptCache {
   void NoteCopiedBytes(uint64_t bytes);
 
   PromptCacheStats stats() const;
-  // Entries oldest-used first (tests, /stats detail).
+  // Entries oldest-used first (tests, /stats detail, pressure relief).
   std::vector<std::shared_ptr<const CacheEntry>> EntriesByRecency() const;
+
+  // ---- For the cold tier (cache/tiered_cache.h); none of these spills ----
+  // The entry with exactly these tokens in ns, if stored (write-behind persists it only if it still is).
+  std::shared_ptr<const CacheEntry> FindExact(std::span<const int32_t> tokens, const std::string& ns) const;
+  // Entries whose last use (insert or lookup hit) is at or before cutoff_us, oldest first.
+  std::vector<std::shared_ptr<const CacheEntry>> IdleSince(int64_t cutoff_us) const;
+  // Removes e if it is still stored and (cutoff_us >= 0) still unused since cutoff_us: an idle entry
+  // leaves RAM only once its file is durable, and one used meanwhile stays. True if removed.
+  bool Remove(const CacheEntry* e, int64_t cutoff_us = -1);
+  int64_t NowMicros() const;
 
  private:
   struct Slot {
     std::shared_ptr<const CacheEntry> entry;
     uint64_t last_used = 0;
+    int64_t last_used_us = 0;
   };
   struct Charge {
     size_t bytes = 0;
@@ -114,6 +126,7 @@ class PromptCache {
 
   const size_t capacity_;
   const SpillFn spill_;
+  const std::function<int64_t()> now_us_;
   mutable std::mutex mu_;
   std::vector<Slot> slots_;  // insertion order (lookup ties keep the earlier one)
   std::unordered_map<const void*, Charge> charges_;

@@ -9,12 +9,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <filesystem>
 #include <iostream>
 #include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/served_bench.h"
 #include "cache/cache_bench.h"
 #include "cache/cache_options.h"
 #include "cli/command.h"
@@ -30,8 +33,29 @@ struct Args {
   std::string model, kv = "f16";
   int64_t pp = 512, tg = 128, ubatch = 512;
   int reps = 5, threads = 0;
-  bool json = false, vs_llamacpp = false, cache = false;
+  bool json = false, vs_llamacpp = false, cache = false, served = false;
+  int turns = 10;
+  std::string tokens_file;  // JSON array of prompt ids (overrides --pp)
 };
+
+// The prompt ids of --tokens-file: a JSON array of integers in [0, n_vocab).
+StatusOr<std::vector<int32_t>> ReadTokensFile(const std::string& path, int64_t n_vocab) {
+  std::ifstream in(path);
+  if (!in) return IoError("--tokens-file: cannot read " + path);
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_array() || j.empty()) {
+    return InvalidArgument("--tokens-file: " + path + " is not a non-empty JSON array of token ids");
+  }
+  std::vector<int32_t> ids;
+  for (const json& v : j) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= n_vocab) {
+      return InvalidArgument("--tokens-file: " + path + ": " + v.dump() + " is not a token id in [0, " +
+                             std::to_string(n_vocab) + ")");
+    }
+    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return ids;
+}
 
 double Secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -127,7 +151,12 @@ Status Run(const Args& a) {
   const int64_t nv = engine->model().config().n_vocab;
   std::mt19937 rng(1234);
   std::vector<int32_t> prompt;
-  for (int64_t i = 0; i < a.pp; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(nv, 32000))));
+  if (!a.tokens_file.empty()) {
+    // --tokens-file: these exact ids (a JSON array) for ember and, through --tokens, the peer.
+    EMBER_ASSIGN_OR_RETURN(prompt, ReadTokensFile(a.tokens_file, nv));
+  } else {
+    for (int64_t i = 0; i < a.pp; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(nv, 32000))));
+  }
 
   OpTimes pp_ops, tg_ops;
   EMBER_RETURN_IF_ERROR(RunOnce(*engine, prompt, std::min<int64_t>(a.tg, 8), a.ubatch, &pp_ops, &tg_ops).status());  // warm-up
@@ -151,7 +180,7 @@ Status Run(const Args& a) {
   const double pp = Median(pp_runs), tg = Median(tg_runs);
   const uint64_t wbytes = engine->model().weight_bytes();
   const double machine_bw = MeasureReadBandwidth(engine->threads());
-  json j = {{"model", a.model}, {"threads", engine->threads()}, {"pp_tokens", a.pp}, {"tg_tokens", a.tg},
+  json j = {{"model", a.model}, {"threads", engine->threads()}, {"pp_tokens", static_cast<int64_t>(prompt.size())}, {"tg_tokens", a.tg},
             {"kv", a.kv}, {"reps", a.reps}, {"prefill_tok_s", pp}, {"decode_tok_s", tg},
             {"prefill_runs", pp_runs}, {"decode_runs", tg_runs},
             {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024}, {"weight_bytes", wbytes},
@@ -172,7 +201,7 @@ Status Run(const Args& a) {
     return Status::Ok();
   }
   std::printf("%s  threads %d  kv %s\n", a.model.c_str(), engine->threads(), a.kv.c_str());
-  std::printf("pp%lld: %.1f tok/s   tg%lld: %.1f tok/s   (median of %d)\n", static_cast<long long>(a.pp), pp,
+  std::printf("pp%lld: %.1f tok/s   tg%lld: %.1f tok/s   (median of %d)\n", static_cast<long long>(prompt.size()), pp,
               static_cast<long long>(a.tg), tg, a.reps);
   std::printf("weights %.1f MB, decode reads %.1f GB/s of %.1f GB/s measured (%.0f%%), peak RSS %.1f MB\n",
               wbytes / 1e6, j["bandwidth_gbs"].get<double>(), machine_bw, 100 * j["bandwidth_fraction"].get<double>(),
@@ -203,6 +232,38 @@ Status RunCacheLeg(const Args& a) {
   return Status::Ok();
 }
 
+std::string SelfBinary() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("ember") : p.string();
+}
+
+// `ember bench MODEL --served`: direct vs served decode, start -> ready, and a cached conversation's last
+// turn vs cold (src/bench/served_bench.h). Every measurement is a fresh child process.
+Status RunServedLeg(const Args& a) {
+  bench::ServedBenchConfig c;
+  c.ember_binary = SelfBinary();
+  c.model = a.model;
+  c.threads = a.threads;
+  c.pp = static_cast<int>(a.pp);
+  c.tg = static_cast<int>(a.tg);
+  c.rounds = a.reps;
+  c.turns = a.turns;
+  c.tokens_file = a.tokens_file;  // --tokens-file: the served prompt too
+  if (!a.json) c.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  EMBER_ASSIGN_OR_RETURN(bench::ServedBenchResult r, bench::RunServedBench(c));
+  if (a.json) {
+    json j = r.ToJson();
+    j["model"] = a.model;
+    j["pp_tokens"] = a.pp;
+    j["tg_tokens"] = a.tg;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << a.model << "\n" << r.ToText();
+  }
+  return Status::Ok();
+}
+
 void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand("bench", "Prefill/decode throughput, bandwidth and per-op time (optionally vs llama.cpp)");
@@ -217,9 +278,15 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_flag("--cache", a->cache,
               "Instead: the scripted 10-turn conversation, TTFT per turn with the prompt cache on and off "
               "(the same as `ember bench-cache MODEL` with its defaults)");
+  c->add_flag("--served", a->served,
+              "Instead: served vs direct decode (interleaved, fresh processes, median of --reps), start -> ready, "
+              "and the TTFT of a cached --turns conversation's last turn vs cold; prints the server tax");
+  c->add_option("--tokens-file", a->tokens_file,
+                 "Prompt ids as a JSON array (instead of --pp random ids); the peer gets the same ids");
+  c->add_option("--turns", a->turns, "--served: turns of the cached conversation")->capture_default_str();
   c->add_flag("--json", a->json, "Print one JSON object");
   c->callback([a, set_exit] {
-    Status st = a->cache ? RunCacheLeg(*a) : Run(*a);
+    Status st = a->served ? RunServedLeg(*a) : a->cache ? RunCacheLeg(*a) : Run(*a);
     if (!st.ok()) std::cerr << "ember bench: " << st.ToString() << "\n";
     set_exit(st.ok() ? 0 : 1);
   });

@@ -58,7 +58,7 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand("gen-model", "Write a GGUF model with seeded random weights and a real tokenizer");
   c->add_option("--out", a->out, "Output .gguf path")->required();
-  c->add_option("--arch", a->o.arch, "Architecture: llama | qwen2 | qwen3")->capture_default_str();
+  c->add_option("--arch", a->o.arch, "Architecture: llama | qwen2 | qwen3 | gemma3")->capture_default_str();
   c->add_option("--tokenizer", a->o.tokenizer, "Tokenizer family: llama3 | qwen3 | gemma3")->capture_default_str();
   c->add_option("--n-layer", a->o.n_layer, "Transformer blocks")->capture_default_str();
   c->add_option("--n-embd", a->o.n_embd, "Embedding width")->capture_default_str();
@@ -69,6 +69,13 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--ctx", a->o.n_ctx, "Context length written to the metadata")->capture_default_str();
   c->add_option("--rope-base", a->o.rope_base, "RoPE base (default: llama 500000, qwen 1000000)");
   c->add_option("--rope-scaling", a->o.rope_scaling, "none | llama3 (writes rope_freqs.weight)")->capture_default_str();
+  c->add_option("--sliding-window", a->o.sliding_window, "gemma3: local layers' window (-1: 512; 0: none)")
+      ->capture_default_str();
+  c->add_option("--swa-pattern", a->o.swa_pattern, "gemma3: every N-th layer is global (0: all local)")
+      ->capture_default_str();
+  c->add_option("--rope-base-swa", a->o.rope_base_swa, "gemma3: RoPE base of the local layers")->capture_default_str();
+  c->add_option("--logit-softcap", a->o.logit_softcap, "gemma3: final_logit_softcapping (0: none)")
+      ->capture_default_str();
   c->add_option("--type", a->type, "Weight type of the matrices")->capture_default_str();
   c->add_option("--type-embd", a->type_embd, "Type of token_embd.weight (default: --type)");
   c->add_option("--type-output", a->type_output, "Type of output.weight (default: --type)");

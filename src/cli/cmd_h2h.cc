@@ -11,6 +11,7 @@
 #include "bench/h2h.h"
 #include "bench/preflight.h"
 #include "bench/prompt_tokens.h"
+#include "bench/served_bench.h"
 #include "cli/command.h"
 
 namespace ember::cli {
@@ -76,6 +77,9 @@ int RunH2hCommand(H2hArgs& a) {
     std::fprintf(stderr, "ember tokenize failed (%s); tokenizing with the llama.cpp peer\n", ids.status().message().c_str());
     return bench::TokenizeWithPeer(a.node, a.peer_runner, model, n);
   };
+  env.conversation = [ember](const std::string& model, int turns) {
+    return bench::BuildConversationIds(ember, model, turns);
+  };
   if (!a.no_preflight) {
     env.preflight = [&a]() {
       auto r = bench::RunPreflight(a.limits, {});
@@ -113,13 +117,16 @@ void SetupH2h(CLI::App& app, std::function<void(int)> set_exit) {
   a->cfg.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CLI::App* cmd = app.add_subcommand("h2h", "Head-to-head benchmark: ember vs llama.cpp, stored in the eval DB");
   cmd->add_option("models", a->cfg.models, "GGUF model files")->required();
-  cmd->add_option("--legs", a->legs, "Legs to run (direct; served and cache legs are planned)")->delimiter(',')
-      ->capture_default_str();
+  cmd->add_option("--legs", a->legs, "Legs to run: direct, served, cache-warm, cache-restore, cache-cold")
+      ->delimiter(',')->capture_default_str();
   cmd->add_option("--stacks", a->stacks, "Stacks in interleaving order")->delimiter(',')->capture_default_str();
   cmd->add_option("--threads", a->cfg.threads, "Threads for every stack")->capture_default_str();
   cmd->add_option("--pp", a->cfg.prompt_tokens, "Prompt tokens")->capture_default_str();
   cmd->add_option("--tg", a->cfg.gen_tokens, "Generated tokens")->capture_default_str();
   cmd->add_option("--rounds", a->cfg.rounds, "Measured rounds per cell (median of N)")->capture_default_str();
+  cmd->add_option("--turns", a->cfg.turns, "Cache legs: turns of the scripted conversation")->capture_default_str();
+  cmd->add_option("--turn-tokens", a->cfg.turn_gen_tokens, "Cache legs: tokens generated per turn")
+      ->capture_default_str();
   cmd->add_flag("--redo", a->cfg.redo, "Measure cells already in the DB for this commit again");
   cmd->add_flag("--no-warmup", a->no_warmup, "Skip the discarded warm-up round (not for published numbers)");
   cmd->add_flag("--no-preflight", a->no_preflight, "Skip preflight snapshots (rows then carry no machine state)");

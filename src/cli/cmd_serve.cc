@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cache/ssd_paths.h"
 #include "cli/command.h"
 #include "server/engine_backend.h"
 #include "server/fake_backend.h"
@@ -95,6 +96,8 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("EMBER_MAX_BODY_BYTES");
   cmd->add_option("--max-queue", o->max_queue, "Generations allowed to wait (429 beyond)")
       ->capture_default_str()->envname("EMBER_MAX_QUEUE");
+  cmd->add_option("--threads", o->threads, "Engine compute threads (0 = physical cores)")
+      ->capture_default_str()->check(CLI::Range(0, 1024))->envname("EMBER_THREADS");
   cmd->add_option("--http-threads", o->http_threads, "Connection worker threads")
       ->capture_default_str()->check(CLI::Range(2, 4096))->envname("EMBER_HTTP_THREADS");
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s, "Seconds in-flight work may take on SIGTERM/SIGINT")
@@ -103,7 +106,33 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->check(CLI::Range(0, 10000))->envname("EMBER_FAKE_TOKEN_DELAY_MS");
   cmd->add_option("--fake-context-length", o->fake_context_length, "Fake backend: context length in tokens")
       ->capture_default_str()->check(CLI::Range(16, 1 << 24))->envname("EMBER_FAKE_CONTEXT_LENGTH");
-  cmd->callback([o, key_file, set_exit] { set_exit(Serve(*o, *key_file)); });
+  auto no_ssd = std::make_shared<bool>(false);
+  auto verify = std::make_shared<std::string>("on");
+  cmd->add_option("--ssd-cache", o->ssd_cache_dir,
+                  "SSD prompt-cache directory (default: $XDG_CACHE_HOME/ember or ~/.cache/ember)")
+      ->envname("EMBER_SSD_CACHE");
+  cmd->add_flag("--no-ssd-cache", *no_ssd, "Turn the SSD prompt cache off")->envname("EMBER_NO_SSD_CACHE");
+  cmd->add_option("--ssd-cache-bytes", o->ssd_cache_bytes,
+                  "SSD cache disk cap, e.g. 100G (0 = unlimited; default 32G); oldest files are evicted past it")
+      ->envname("EMBER_SSD_CACHE_BYTES");
+  cmd->add_option("--ssd-demote-idle", o->ssd_demote_idle_s,
+                  "Seconds a RAM cache entry may sit unused before it moves to SSD (0 = never)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_DEMOTE_IDLE");
+  cmd->add_option("--ssd-cache-verify", *verify, "Verify tensor checksums when restoring from SSD (on|off)")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}))->envname("EMBER_SSD_CACHE_VERIFY");
+  cmd->add_option("--ssd-flush-timeout", o->ssd_flush_timeout_s,
+                  "Seconds a cache flush (POST /admin/cache/flush, shutdown) may take")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
+  cmd->callback([o, key_file, set_exit, no_ssd, verify] {
+    ServeOptions opts = *o;
+    opts.ssd_cache_verify = *verify == "on";
+    if (*no_ssd) {
+      opts.ssd_cache_dir.clear();
+    } else if (opts.ssd_cache_dir.empty()) {
+      opts.ssd_cache_dir = DefaultSsdCacheDir();
+    }
+    set_exit(Serve(opts, *key_file));
+  });
 }
 
 }  // namespace

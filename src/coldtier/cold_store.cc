@@ -104,22 +104,42 @@ void ColdStore::Drop(const std::string& path) {
   index_.erase(it);
 }
 
+std::string ColdStore::EntryPath(const std::string& ns, std::span<const int32_t> tokens) const {
+  return JoinPath(NamespaceDir(ns), EntryName(ns, tokens) + kEntryExtension);
+}
+
 Status ColdStore::Put(const std::string& ns, std::span<const int32_t> tokens, const KvState& state) {
+  StatusOr<StagedEntry> staged = Stage(ns, tokens, state);
+  if (!staged.ok()) {
+    NoteStageFailure(ns, tokens, staged.status());
+    return staged.status();
+  }
+  return Commit(std::move(staged).value());
+}
+
+StatusOr<StagedEntry> ColdStore::Stage(const std::string& ns, std::span<const int32_t> tokens,
+                                       const KvState& state) const {
   if (!SameGeometry(state.config(), options_.kv)) return InvalidArgument("cold store put: geometry mismatch");
   const std::string ns_dir = NamespaceDir(ns);
   const std::string name = EntryName(ns, tokens);
-  const std::string path = JoinPath(ns_dir, name + kEntryExtension);
-  Status st = env_.CreateDirs(ns_dir);
-  StatusOr<uint64_t> size = st.ok() ? WriteEntry(env_, ns_dir, name, {options_.identity, ns, tokens, &state})
-                                    : StatusOr<uint64_t>(st);
-  if (!size.ok()) {
-    ++counters_.spill_failures;
-    if (size.status().code() == StatusCode::kNoSpace) ++counters_.no_space;
-    // A failure after the rename (directory fsync) leaves a whole file that may not survive a crash.
-    // An unindexed one is removed; an indexed one (same tokens) is complete either way and kept.
-    if (index_.count(path) == 0 && env_.FileSize(path).ok()) (void)env_.RemoveFile(path);
-    return size.status();
-  }
+  EMBER_RETURN_IF_ERROR(env_.CreateDirs(ns_dir));
+  EMBER_ASSIGN_OR_RETURN(uint64_t size, WriteEntry(env_, ns_dir, name, {options_.identity, ns, tokens, &state}));
+  return StagedEntry{JoinPath(ns_dir, name + kEntryExtension), ns, {tokens.begin(), tokens.end()}, size,
+                     AllFull(state.config()), state.min_reusable_offset()};
+}
+
+void ColdStore::NoteStageFailure(const std::string& ns, std::span<const int32_t> tokens, const Status& st) {
+  if (st.code() == StatusCode::kInvalidArgument) return;  // a caller bug, not a disk event
+  ++counters_.spill_failures;
+  if (st.code() == StatusCode::kNoSpace) ++counters_.no_space;
+  // A failure after the rename (directory fsync) leaves a whole file that may not survive a crash.
+  // An unindexed one is removed; an indexed one (same tokens) is complete either way and kept.
+  const std::string path = EntryPath(ns, tokens);
+  if (index_.count(path) == 0 && env_.FileSize(path).ok()) (void)env_.RemoveFile(path);
+}
+
+Status ColdStore::Commit(StagedEntry staged) {
+  const std::string path = staged.path;
   auto old = index_.find(path);
   if (old != index_.end()) {
     ++counters_.dedup_replaced;
@@ -127,18 +147,32 @@ Status ColdStore::Put(const std::string& ns, std::span<const int32_t> tokens, co
     index_.erase(old);
   }
   StatusOr<int64_t> mtime = env_.GetMtimeMicros(path);
-  Indexed e{ns, {tokens.begin(), tokens.end()}, *size, mtime.ok() ? *mtime : env_.NowMicros(),
-            AllFull(state.config()), state.min_reusable_offset()};
+  Indexed e{std::move(staged.ns), std::move(staged.tokens), staged.bytes, mtime.ok() ? *mtime : env_.NowMicros(),
+            staged.trimmable, staged.min_reusable_offset};
   bytes_ += e.bytes;
   index_[path] = std::move(e);
   ++counters_.spills;
-  if (options_.cap_bytes > 0 && *size > options_.cap_bytes) {
+  if (options_.cap_bytes > 0 && staged.bytes > options_.cap_bytes) {
     Drop(path);
-    return ResourceExhausted("cold entry of " + std::to_string(*size) + " bytes exceeds the disk cap");
+    return ResourceExhausted("cold entry of " + std::to_string(staged.bytes) + " bytes exceeds the disk cap");
   }
   Supersede(path);
   EvictToCap(path);
   return Status::Ok();
+}
+
+bool ColdStore::Contains(const std::string& ns, std::span<const int32_t> tokens) const {
+  auto it = index_.find(EntryPath(ns, tokens));
+  return it != index_.end() && it->second.ns == ns &&
+         std::equal(it->second.tokens.begin(), it->second.tokens.end(), tokens.begin(), tokens.end());
+}
+
+std::vector<ColdEntryInfo> ColdStore::List() const {
+  std::vector<ColdEntryInfo> out;
+  for (const auto& [path, e] : index_) {
+    out.push_back({path, e.ns, static_cast<int64_t>(e.tokens.size()), e.bytes, e.mtime});
+  }
+  return out;
 }
 
 void ColdStore::Supersede(const std::string& fresh_path) {

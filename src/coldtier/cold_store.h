@@ -13,7 +13,9 @@
 // Put (ENOSPC -> kNoSpace, I/O) leaves no new file and keeps the old entries; a failed Restore deletes
 // the file and returns the error so the caller falls back to RAM or a fresh prefill.
 //
-// Thread-safety: none. One owner (the cache's serial background writer) calls it; callers serialize.
+// Thread-safety: none, except Stage(), which touches no index state. The cache's tiered layer
+// (cache/tiered_cache.h) serializes every other call under one mutex and runs Stage() — the slow part of a
+// write — outside it on the one serial writer thread, so a lookup never waits for a file to be written.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +57,25 @@ struct ColdStoreCounters {
   uint64_t restore_failures = 0;
 };
 
+// A file written by Stage() and not yet indexed: Commit() makes it part of the store.
+struct StagedEntry {
+  std::string path;
+  std::string ns;
+  std::vector<int32_t> tokens;
+  uint64_t bytes = 0;
+  bool trimmable = true;
+  int64_t min_reusable_offset = 0;
+};
+
+// What the index knows about one entry (for tooling: `ember cache ls`).
+struct ColdEntryInfo {
+  std::string path;
+  std::string ns;
+  int64_t n_tokens = 0;
+  uint64_t bytes = 0;
+  int64_t mtime_us = 0;
+};
+
 // One lookup result: restore entry `path` trimmed to `usable` positions.
 struct ColdMatch {
   std::string path;
@@ -73,6 +94,20 @@ class ColdStore {
   // state.n_pos() must equal tokens.size(). An entry bigger than the whole cap is not kept
   // (kResourceExhausted). On error the index and disk hold what they held before.
   Status Put(const std::string& ns, std::span<const int32_t> tokens, const KvState& state);
+
+  // Put in two steps, so the slow step can run without the caller's lock. Stage writes the file
+  // atomically and reads no index state (safe concurrently with every other method; one Stage per name
+  // at a time). Commit indexes it (dedup, supersede, cap). A failed Stage must be reported with
+  // NoteStageFailure, which counts it and keeps the disk consistent with the index.
+  StatusOr<StagedEntry> Stage(const std::string& ns, std::span<const int32_t> tokens, const KvState& state) const;
+  Status Commit(StagedEntry staged);
+  void NoteStageFailure(const std::string& ns, std::span<const int32_t> tokens, const Status& st);
+
+  // Whether an entry with exactly these tokens is indexed in ns (a write of it would be a no-op).
+  bool Contains(const std::string& ns, std::span<const int32_t> tokens) const;
+  // Every indexed entry, path order.
+  std::vector<ColdEntryInfo> List() const;
+  uint64_t cap_bytes() const { return options_.cap_bytes; }
 
   // The entry of namespace ns with the longest usable prefix for prompt, if longer than `better_than`
   // (the best RAM candidate: a cold entry is used only if strictly longer). Skips entries that cannot
@@ -107,6 +142,7 @@ class ColdStore {
   Status Scan();
   void ScanNamespaceDir(const std::string& ns_dir, const std::string& ns_hash);
   std::string EntryName(const std::string& ns, std::span<const int32_t> tokens) const;
+  std::string EntryPath(const std::string& ns, std::span<const int32_t> tokens) const;
   void Drop(const std::string& path);  // removes the file (best effort) and the index entry
   void Supersede(const std::string& fresh_path);
   void EvictToCap(const std::string& fresh_path);

@@ -39,6 +39,7 @@ struct EngineOptions {
   int64_t n_ctx = 0;             // max positions per sequence; 0: min(context_length, 32768)
   int32_t kv_block_size = 32;
   bool load_tokenizer = true;    // false: ids only (no tokenizer keys needed)
+  bool prefault_weights = true;  // map the weight pages at load (overlapped with the tokenizer build)
 };
 
 // One sequence's state: the tokens forwarded so far and their KV, plus its activation buffers.
@@ -73,6 +74,15 @@ struct GenerateOptions {
   int64_t ubatch = 0;                        // 0: the engine's default
   const std::atomic<bool>* cancel = nullptr;  // checked between ubatches and tokens
   bool stop_at_eog = true;
+  // Log-probabilities of the generated tokens (OpenAI `logprobs` / `top_logprobs`): -1 off; 0 the
+  // sampled token's logprob only; 1..kMaxTopLogprobs (20) also that many most likely alternatives.
+  // The distribution is the log-softmax over the vocabulary after logit bias and penalties, before
+  // truncation and temperature (sampler.h). Costs one vectorised exp pass over the vocabulary per token.
+  int top_logprobs = -1;
+  // With top_logprobs >= 0: called with each token's logprobs just before on_token sees that token
+  // (same thread). Lets a caller that only forwards GenerateOptions (e.g. the prompt cache's
+  // CachedSession) stream logprobs without changing its token callback.
+  std::function<void(const TokenLogprobs&)> on_logprobs;
 };
 
 struct GenerateResult {
@@ -83,6 +93,8 @@ struct GenerateResult {
   double ttft_s = 0;            // call start -> first token sampled
   double decode_s = 0;          // forwarding the generated tokens
   int64_t decode_tokens = 0;
+  // With top_logprobs >= 0: one entry per element of `tokens`, same order (logprobs[i].token == tokens[i]).
+  std::vector<TokenLogprobs> logprobs;
 };
 
 // Called with each generated token as soon as it is sampled; return false to stop.

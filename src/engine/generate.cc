@@ -1,6 +1,7 @@
 // Engine::Generate: prefill, then sample / stream / decode until end-of-generation, the length limit,
 // cancellation or the callback says stop.
 #include <chrono>
+#include <string>
 
 #include "engine/engine.h"
 
@@ -16,6 +17,11 @@ double Since(std::chrono::steady_clock::time_point t0) {
 StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t> prompt,
                                           const GenerateOptions& options, const TokenCallback& on_token) {
   EMBER_RETURN_IF_ERROR(options.sampling.Validate());
+  if (options.top_logprobs < -1 || options.top_logprobs > kMaxTopLogprobs) {
+    return InvalidArgument("generate: top_logprobs must be in [-1, " + std::to_string(kMaxTopLogprobs) + "]");
+  }
+  const bool want_logprobs = options.top_logprobs >= 0;
+  TokenLogprobs lp;
   GenerateResult r;
   const auto t0 = std::chrono::steady_clock::now();
   auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed); };
@@ -31,9 +37,13 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
       r.stop = StopReason::kCancelled;
       break;
     }
-    const int32_t tok = sampler.Sample(logits);
+    const int32_t tok = want_logprobs ? sampler.Sample(logits, options.top_logprobs, &lp) : sampler.Sample(logits);
     sampler.Accept(tok);
     r.tokens.push_back(tok);
+    if (want_logprobs) {
+      if (options.on_logprobs) options.on_logprobs(lp);
+      r.logprobs.push_back(lp);
+    }
     if (r.tokens.size() == 1) r.ttft_s = Since(t0);
     const bool keep_going = on_token ? on_token(tok) : true;
     if (options.stop_at_eog && tokenizer_ && tokenizer_->IsEog(tok)) {

@@ -3,7 +3,19 @@
 //   logit bias -> penalties (repeat / presence / frequency over the last repeat_last_n tokens)
 //   -> greedy (temperature <= 0) | top-k -> top-p -> min-p -> temperature -> draw with the seeded RNG
 //
-// Same seed, same logits, same history -> same token. The candidate buffer is allocated once.
+// Same seed, same logits, same history -> same token. Buffers are allocated once (n_vocab each).
+//
+// Cost: nothing sorts the whole vocabulary. top-k is a partial selection; top-p sorts only the head
+// it needs (growing the sorted prefix until the cumulative probability reaches p); min-p filters by
+// logit (keep logit >= max + ln(min_p)) without sorting; the draw walks the candidates in their
+// current order. Softmaxes use the vectorised kernels::ExpArray.
+//
+// Log-probabilities (for the server's OpenAI `logprobs` / `top_logprobs`): Sample(logits, n_top, &lp)
+// also reports the log-softmax, over the whole vocabulary, of the logits AFTER logit bias and
+// penalties and BEFORE top-k/top-p/min-p truncation and temperature (OpenAI's convention: logprobs do
+// not depend on temperature or truncation; a banned token reports -inf). It is the same in greedy
+// mode. The sampled token's logprob plus the n_top most likely tokens (descending; lower id first on
+// ties) are returned.
 //
 // Thread-safety: a Sampler belongs to one sequence; use it from one thread at a time.
 #pragma once
@@ -40,12 +52,30 @@ struct Candidate {
   float p;  // probability after the last softmax stage
 };
 
+// Most alternatives Sample can report per token (OpenAI's top_logprobs limit).
+inline constexpr int kMaxTopLogprobs = 20;
+
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;  // natural log; -inf for a banned token
+};
+
+// One sampled token's log-probabilities (see the header comment for the distribution used).
+struct TokenLogprobs {
+  int32_t token = -1;             // the sampled token
+  float logprob = 0;              // its log-probability
+  std::vector<TokenLogprob> top;  // the n_top most likely tokens, descending (ties: lower id first)
+};
+
 class Sampler {
  public:
   Sampler(const SamplerParams& params, int64_t n_vocab);
 
   // Picks the next token from a row of n_vocab logits.
   int32_t Sample(const float* logits);
+  // The same token as Sample(logits) (same RNG use), plus its log-probabilities: *out gets the
+  // sampled token's logprob and the n_top (clamped to [0, kMaxTopLogprobs]) most likely tokens.
+  int32_t Sample(const float* logits, int n_top, TokenLogprobs* out);
   // Records a token of the sequence (prompt or generated) for the penalty window.
   void Accept(int32_t token);
   void Reset();
@@ -53,17 +83,22 @@ class Sampler {
   const SamplerParams& params() const { return params_; }
 
  private:
-  void ApplyBiasAndPenalties();
+  void ApplyBiasAndPenalties();  // on work_
+  int32_t Choose();              // the chain after bias/penalties, on work_
+  // The top list from work_ (before the token is known); returns log Σ exp(work_).
+  double FillLogprobs(int n_top, TokenLogprobs* out);
   void TopK(int32_t k);
   void TopP(float p);
   void MinP(float p);
-  void SoftmaxCandidates();  // sorted descending by logit; fills p
+  void ComputeProbs();  // p of every candidate (softmax over cand_ in its current order)
   int32_t Draw();
 
   SamplerParams params_;
   int64_t n_vocab_;
+  std::vector<float> work_;      // n_vocab: logits after bias and penalties
+  std::vector<float> tmp_;       // n_vocab: exp scratch
   std::vector<Candidate> cand_;  // n_vocab capacity; size() = live candidates
-  bool sorted_ = false;
+  bool sorted_ = false;          // cand_ is wholly sorted descending by (logit, -id)
   std::deque<int32_t> history_;  // last repeat_last_n accepted tokens
   std::vector<int32_t> window_;  // scratch: sorted copy of history_
   std::mt19937_64 rng_;

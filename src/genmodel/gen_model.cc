@@ -110,8 +110,12 @@ std::vector<float> Llama3FreqFactors(int head_dim, float base) {
 }
 
 Status CheckShape(const GenModelOptions& o) {
-  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3")
-    return InvalidArgument("--arch must be llama, qwen2 or qwen3 (got '" + o.arch + "')");
+  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && o.arch != "gemma3")
+    return InvalidArgument("--arch must be llama, qwen2, qwen3 or gemma3 (got '" + o.arch + "')");
+  if (o.arch == "gemma3" && (o.sliding_window < -1 || o.swa_pattern < 0 || o.rope_base_swa <= 0 || o.logit_softcap < 0))
+    return InvalidArgument("--sliding-window, --swa-pattern, --rope-base-swa and --logit-softcap must not be negative");
+  if (o.arch == "gemma3" && o.rope_scaling != "none")
+    return InvalidArgument("--rope-scaling llama3 applies to llama only");
   if (o.n_layer < 1 || o.n_embd < 1 || o.n_head < 1 || o.n_head_kv < 1 || o.n_ff < 1 || o.n_ctx < 1)
     return InvalidArgument("--n-layer, --n-embd, --n-head, --n-head-kv, --n-ff and --ctx must be positive");
   if (o.n_head % o.n_head_kv != 0)
@@ -146,10 +150,20 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
   w.SetF32(a + ".rope.freq_base", rope_base);
   w.SetU32(a + ".rope.dimension_count", hd);
   w.SetU32(a + ".vocab_size", n_vocab);
+  if (a == "gemma3") {
+    const int window = o.sliding_window < 0 ? 512 : o.sliding_window;
+    if (window > 0) {
+      w.SetU32(a + ".attention.sliding_window", window);
+      w.SetU32(a + ".attention.sliding_window_pattern", o.swa_pattern);
+      w.SetF32(a + ".rope.freq_base_swa", o.rope_base_swa);
+    }
+    if (o.logit_softcap > 0) w.SetF32(a + ".final_logit_softcapping", o.logit_softcap);
+  }
 }
 
 Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_base, Builder& b) {
-  const float embd_std = 1.0f;
+  // gemma3 multiplies embeddings by sqrt(n_embd); keep its residual stream at unit scale.
+  const float embd_std = o.arch == "gemma3" ? 1.0f / std::sqrt(static_cast<float>(o.n_embd)) : 1.0f;
   const float out_std = o.output_std > 0 ? o.output_std : 1.0f / std::sqrt(static_cast<float>(o.n_embd));
   // Tied models reuse token_embd as the output matrix, so its scale is the output scale.
   EMBER_RETURN_IF_ERROR(b.Matrix("token_embd.weight", o.n_embd, n_vocab, o.tied ? out_std : embd_std, o.type_embd));
@@ -172,16 +186,19 @@ Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_ba
       EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k.bias", kv, 0.0f, 0.1f));
       EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_v.bias", kv, 0.0f, 0.1f));
     }
-    if (o.arch == "qwen3") {
+    if (o.arch == "qwen3" || o.arch == "gemma3") {
       EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f));
       EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f));
     }
     EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_output.weight", q, o.n_embd, 0.5f / std::sqrt(static_cast<float>(q)), o.type));
+    // Gemma's norm weights are stored as (1 + w), as convert_hf_to_gguf writes them: mean 1 here too.
+    if (o.arch == "gemma3") EMBER_RETURN_IF_ERROR(b.Vector(p + "post_attention_norm.weight", o.n_embd, 1.0f, 0.05f));
     EMBER_RETURN_IF_ERROR(b.Vector(p + "ffn_norm.weight", o.n_embd, 1.0f, 0.05f));
     EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate.weight", o.n_embd, o.n_ff, s_embd, o.type));
     EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_up.weight", o.n_embd, o.n_ff, s_embd, o.type));
     EMBER_RETURN_IF_ERROR(
         b.Matrix(p + "ffn_down.weight", o.n_ff, o.n_embd, 0.5f / std::sqrt(static_cast<float>(o.n_ff)), o.type));
+    if (o.arch == "gemma3") EMBER_RETURN_IF_ERROR(b.Vector(p + "post_ffw_norm.weight", o.n_embd, 1.0f, 0.05f));
   }
   return Status::Ok();
 }

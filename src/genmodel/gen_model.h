@@ -14,7 +14,7 @@
 namespace ember {
 
 struct GenModelOptions {
-  std::string arch = "llama";        // llama | qwen2 | qwen3
+  std::string arch = "llama";        // llama | qwen2 | qwen3 | gemma3
   std::string tokenizer = "llama3";  // llama3 | qwen3 | gemma3
   int n_layer = 2;
   int n_embd = 256;
@@ -23,7 +23,13 @@ struct GenModelOptions {
   int n_ff = 512;
   int head_dim = 0;                  // 0: n_embd / n_head
   int n_ctx = 4096;
-  float rope_base = 0;               // 0: the family default (llama 500000, qwen 1000000)
+  float rope_base = 0;               // 0: the family default (llama 500000, qwen and gemma3 1000000)
+  // gemma3 only: local/global attention. Window layers are all but every swa_pattern-th layer
+  // (layer il is global iff il % swa_pattern == swa_pattern - 1; 0: every layer is local).
+  int sliding_window = -1;           // -1: gemma3 default 512; 0: no window (every layer global)
+  int swa_pattern = 6;
+  float rope_base_swa = 10000.0f;    // RoPE base of the window layers
+  float logit_softcap = 0;           // > 0: writes final_logit_softcapping
   std::string rope_scaling = "none"; // none | llama3 (writes rope_freqs.weight)
   GgmlType type = GgmlType::F32;     // default weight type of the matrices
   GgmlType type_embd = GgmlType::F32;

@@ -89,9 +89,17 @@ EMBER_AVX2 inline __m256i Load8I(const int32_t* src, int cnt) {
 template <int kBytes, bool kFull>
 EMBER_AVX2 inline __m256 Gather8Fp16(const uint8_t* p, int cnt) {
   if constexpr (kFull) {
-    return _mm256_cvtph_ps(_mm_setr_epi16(
-        LoadU16(p), LoadU16(p + kBytes), LoadU16(p + 2 * kBytes), LoadU16(p + 3 * kBytes),
-        LoadU16(p + 4 * kBytes), LoadU16(p + 5 * kBytes), LoadU16(p + 6 * kBytes), LoadU16(p + 7 * kBytes)));
+    // Packed in general-purpose registers (integer ALUs, off the SIMD ports the dot products
+    // saturate), then moved over as two 64-bit halves.
+    auto q4 = [&](int i) {
+      return static_cast<uint64_t>(LoadU16(p + i * kBytes)) |
+             static_cast<uint64_t>(LoadU16(p + (i + 1) * kBytes)) << 16 |
+             static_cast<uint64_t>(LoadU16(p + (i + 2) * kBytes)) << 32 |
+             static_cast<uint64_t>(LoadU16(p + (i + 3) * kBytes)) << 48;
+    };
+    const __m128i h = _mm_unpacklo_epi64(_mm_cvtsi64_si128(static_cast<long long>(q4(0))),
+                                         _mm_cvtsi64_si128(static_cast<long long>(q4(4))));
+    return _mm256_cvtph_ps(h);
   }
   alignas(16) uint16_t h[8] = {};
   for (int l = 0; l < cnt; ++l) h[l] = LoadU16(p + l * kBytes);

@@ -19,9 +19,9 @@ Status Get(ByteSource& src, T* v) {
   return src.Read(v, sizeof(T));
 }
 
-Status WriteHeader(const KvConfig& c, int64_t n_pos, ByteSink& sink) {
+Status WriteHeader(const KvConfig& c, uint32_t version, int64_t n_pos, ByteSink& sink) {
   EMBER_RETURN_IF_ERROR(Put(sink, kKvMagic));
-  EMBER_RETURN_IF_ERROR(Put(sink, kKvFormatVersion));
+  EMBER_RETURN_IF_ERROR(Put(sink, version));
   const uint8_t dtype[4] = {static_cast<uint8_t>(c.dtype), 0, 0, 0};
   EMBER_RETURN_IF_ERROR(sink.Write(dtype, 4));
   for (int32_t v : {c.n_layer, c.n_kv_head, c.head_dim_k, c.head_dim_v, c.block_size}) {
@@ -41,15 +41,20 @@ Status Mismatch(const char* field, int64_t want, int64_t got) {
                          ", this model expects " + std::to_string(want));
 }
 
-// Reads and checks the header against `c`; returns n_pos.
-StatusOr<int64_t> ReadHeader(const KvConfig& c, ByteSource& src) {
+struct StreamHeader {
+  uint32_t version = 0;
+  int64_t n_pos = 0;
+};
+
+// Reads and checks the header (up to n_pos) against `c`.
+StatusOr<StreamHeader> ReadHeader(const KvConfig& c, ByteSource& src) {
   uint32_t magic = 0, version = 0;
   EMBER_RETURN_IF_ERROR(Get(src, &magic));
   if (magic != kKvMagic) return Corrupt("kv state stream: bad magic");
   EMBER_RETURN_IF_ERROR(Get(src, &version));
-  if (version != kKvFormatVersion) {
+  if (version != kKvFormatVersionFull && version != kKvFormatVersionWindow) {
     return Unimplemented("kv state stream: format version " + std::to_string(version) + " (expected " +
-                         std::to_string(kKvFormatVersion) + ")");
+                         std::to_string(kKvFormatVersionFull) + " or " + std::to_string(kKvFormatVersionWindow) + ")");
   }
   uint8_t dtype[4];
   EMBER_RETURN_IF_ERROR(src.Read(dtype, 4));
@@ -73,27 +78,36 @@ StatusOr<int64_t> ReadHeader(const KvConfig& c, ByteSource& src) {
   int64_t n_pos = 0;
   EMBER_RETURN_IF_ERROR(Get(src, &n_pos));
   if (n_pos < 0 || n_pos > (int64_t{1} << 32)) return Corrupt("kv state stream: bad n_pos " + std::to_string(n_pos));
-  return n_pos;
+  return StreamHeader{version, n_pos};
 }
 
 }  // namespace
 
 Status KvState::Serialize(ByteSink& sink) const {
-  EMBER_RETURN_IF_ERROR(WriteHeader(config_, n_pos_, sink));
+  bool all_full = true;
+  for (const Group& g : groups_) all_full = all_full && g.spec.kind == StateKind::kFull;
+  EMBER_RETURN_IF_ERROR(
+      WriteHeader(config_, all_full ? kKvFormatVersionFull : kKvFormatVersionWindow, n_pos_, sink));
+  if (!all_full) {
+    for (int l = 0; l < config_.n_layer; ++l) EMBER_RETURN_IF_ERROR(Put(sink, held_from(l)));
+  }
   const int64_t bs = config_.block_size;
   const size_t elt = KvDtypeBytes(config_.dtype);
-  for (size_t b = 0; b < blocks_.size(); ++b) {
-    const int64_t cnt = std::min<int64_t>(bs, n_pos_ - static_cast<int64_t>(b) * bs);
-    if (cnt == bs) {  // a full block's raw bytes are exactly the stream layout
-      EMBER_RETURN_IF_ERROR(sink.Write(blocks_[b]->data(), blocks_[b]->bytes()));
-      continue;
-    }
-    for (int l = 0; l < config_.n_layer; ++l) {
-      for (int h = 0; h < config_.n_kv_head; ++h) {
-        EMBER_RETURN_IF_ERROR(sink.Write(KHead(l, b, h), static_cast<size_t>(cnt * config_.head_dim_k) * elt));
+  const size_t n_blocks = static_cast<size_t>((n_pos_ + bs - 1) / bs);  // a failed forward may reserve more
+  for (const Group& g : groups_) {
+    for (size_t b = static_cast<size_t>(g.first); b < std::min(n_blocks, g.blocks.size()); ++b) {
+      const int64_t cnt = std::min<int64_t>(bs, n_pos_ - static_cast<int64_t>(b) * bs);
+      if (cnt == bs) {  // a full block's raw bytes are exactly the stream layout
+        EMBER_RETURN_IF_ERROR(sink.Write(g.blocks[b]->data(), g.blocks[b]->bytes()));
+        continue;
       }
-      for (int h = 0; h < config_.n_kv_head; ++h) {
-        EMBER_RETURN_IF_ERROR(sink.Write(VHead(l, b, h), static_cast<size_t>(cnt * config_.head_dim_v) * elt));
+      for (int l : g.layers) {
+        for (int h = 0; h < config_.n_kv_head; ++h) {
+          EMBER_RETURN_IF_ERROR(sink.Write(KHead(l, b, h), static_cast<size_t>(cnt * config_.head_dim_k) * elt));
+        }
+        for (int h = 0; h < config_.n_kv_head; ++h) {
+          EMBER_RETURN_IF_ERROR(sink.Write(VHead(l, b, h), static_cast<size_t>(cnt * config_.head_dim_v) * elt));
+        }
       }
     }
   }
@@ -102,24 +116,45 @@ Status KvState::Serialize(ByteSink& sink) const {
 
 StatusOr<KvState> KvState::Deserialize(const KvConfig& config, ByteSource& source) {
   EMBER_ASSIGN_OR_RETURN(KvState state, Create(config));
-  EMBER_ASSIGN_OR_RETURN(const int64_t n_pos, ReadHeader(config, source));
-  EMBER_RETURN_IF_ERROR(state.Reserve(n_pos));
+  EMBER_ASSIGN_OR_RETURN(const StreamHeader hdr, ReadHeader(config, source));
+  const int64_t n_pos = hdr.n_pos;
   const int64_t bs = config.block_size;
-  const size_t elt = KvDtypeBytes(config.dtype);
-  for (size_t b = 0; b < state.blocks_.size(); ++b) {
-    const int64_t cnt = std::min<int64_t>(bs, n_pos - static_cast<int64_t>(b) * bs);
-    if (cnt == bs) {
-      EMBER_RETURN_IF_ERROR(source.Read(state.blocks_[b]->data(), state.blocks_[b]->bytes()));
-      continue;
+  // Held ranges: version 1 holds everything; version 2 says per layer, consistently per group.
+  std::vector<int64_t> held(static_cast<size_t>(config.n_layer), 0);
+  if (hdr.version == kKvFormatVersionWindow) {
+    for (int64_t& h : held) EMBER_RETURN_IF_ERROR(Get(source, &h));
+  }
+  for (Group& g : state.groups_) {
+    const int64_t h = held[static_cast<size_t>(g.layers[0])];
+    for (int l : g.layers) {
+      if (held[static_cast<size_t>(l)] != h) return Corrupt("kv state stream: layers of one group hold different ranges");
     }
-    for (int l = 0; l < config.n_layer; ++l) {
-      for (int h = 0; h < config.n_kv_head; ++h) {
-        auto* dst = const_cast<uint8_t*>(state.KHead(l, b, h));
-        EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_k) * elt));
+    const bool window = g.spec.kind == StateKind::kWindow;
+    const int64_t need = window ? std::max<int64_t>(0, n_pos - g.spec.window) : 0;
+    if (h < 0 || h % bs != 0 || h > need) {
+      return Corrupt("kv state stream: layer " + std::to_string(g.layers[0]) + " holds from " + std::to_string(h) +
+                     ", which does not cover what position " + std::to_string(n_pos) + " needs");
+    }
+    g.first = h / bs;
+  }
+  EMBER_RETURN_IF_ERROR(state.Reserve(n_pos));
+  const size_t elt = KvDtypeBytes(config.dtype);
+  for (Group& g : state.groups_) {
+    for (size_t b = static_cast<size_t>(g.first); b < g.blocks.size(); ++b) {
+      const int64_t cnt = std::min<int64_t>(bs, n_pos - static_cast<int64_t>(b) * bs);
+      if (cnt == bs) {
+        EMBER_RETURN_IF_ERROR(source.Read(g.blocks[b]->data(), g.blocks[b]->bytes()));
+        continue;
       }
-      for (int h = 0; h < config.n_kv_head; ++h) {
-        auto* dst = const_cast<uint8_t*>(state.VHead(l, b, h));
-        EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_v) * elt));
+      for (int l : g.layers) {
+        for (int h = 0; h < config.n_kv_head; ++h) {
+          auto* dst = const_cast<uint8_t*>(state.KHead(l, b, h));
+          EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_k) * elt));
+        }
+        for (int h = 0; h < config.n_kv_head; ++h) {
+          auto* dst = const_cast<uint8_t*>(state.VHead(l, b, h));
+          EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_v) * elt));
+        }
       }
     }
   }

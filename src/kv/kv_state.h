@@ -1,22 +1,31 @@
 // Per-sequence model memory: the one interface every cache shape goes through (style.md point 8).
 //
 // A KvState holds, for one sequence, the attention K/V of positions [0, n_pos()) for every layer, in
-// fixed-size refcounted blocks (KvConfig::block_size positions each; one block holds all layers of
-// those positions — see docs/kv.md for the trade-off). The block table is a vector of shared_ptrs:
+// fixed-size refcounted blocks (KvConfig::block_size positions each). Layers are grouped by state kind:
+// one **block table per group**, and one block of a group holds all of that group's layers for its
+// positions (docs/kv.md). A model with only full-attention layers has one group — every layer in every
+// block, exactly the layout of format version 1. The tables are vectors of shared_ptrs:
 //
-//   * View(p) returns a new KvState sharing the first ceil(p / block_size) blocks — zero copy.
+//   * View(p) returns a new KvState sharing the blocks that cover [0, p) — zero copy.
 //   * Writing into a block that another holder also references copies it first (copy-on-write), so a
 //     donor's bytes never change, whatever its views do (and vice versa).
 //   * A block is freed when its last holder (state, view, cache entry) lets go.
 //
-// Layer state kinds: kFull (works), kWindow and kRecurrent (declared so the prompt cache can be written
-// against their trim rules now; Create() refuses them with Unimplemented — never a silent fallback).
+// Layer state kinds:
+//   kFull    every position is kept; trimmable to any offset.
+//   kWindow  sliding window W (gemma3 local layers). A query at p reads keys (p - W, p]. After each
+//            Commit the group releases whole blocks that lie entirely before n_pos - W - window_margin,
+//            so it holds at most W + margin (+ two partial blocks) positions whatever the sequence length.
+//            held_from() is the first position still held; the state can be trimmed/viewed at p only if
+//            p == n_pos or held_from() <= max(0, p - W) (spec/cache.md §3.2, docs/sliding-window.md).
+//   kRecurrent declared so the prompt cache can be written against its rule; Create() refuses it with
+//            Unimplemented — never a silent fallback.
 //
 // Writing protocol of the forward pass, for n new tokens:
 //   Reserve(n);                            // allocate / copy-on-write blocks for [n_pos, n_pos + n)
 //   StoreK/StoreV(layer, pos, row) ...     // any pos in [n_pos, n_pos + n)
-//   KHead/VHead(...)                       // read positions [0, n_pos + n) while computing attention
-//   Commit(n);                             // n_pos += n
+//   KHead/VHead(...)                       // read held positions while computing attention
+//   Commit(n);                             // n_pos += n; window groups release what fell out of reach
 // If the forward pass fails or is cancelled before Commit, the state still describes [0, n_pos).
 //
 // Thread-safety: one KvState is used by one thread at a time. Different KvStates sharing blocks may be
@@ -41,7 +50,7 @@ inline size_t KvDtypeBytes(KvDtype t) { return t == KvDtype::kF32 ? 4 : 2; }
 
 enum class StateKind : uint8_t {
   kFull = 0,       // full causal attention: trimmable to any offset
-  kWindow = 1,     // sliding window of `window` positions (declared, not implemented)
+  kWindow = 1,     // sliding window of `window` positions: trimmable while the needed positions are held
   kRecurrent = 2,  // constant-size recurrent/SSM state: never trimmable (declared, not implemented)
 };
 const char* StateKindName(StateKind k);
@@ -59,11 +68,25 @@ struct KvConfig {
   KvDtype dtype = KvDtype::kF16;
   int32_t block_size = 32;            // positions per block
   std::vector<LayerStateSpec> kinds;  // per layer; empty means every layer is kFull
+  // kWindow layers keep this many positions beyond their window before releasing blocks, so a state
+  // (a cache entry) can still be trimmed back by about this much. -1 (default): max(block_size, window / 4
+  // rounded up to a block). Does not change any result; not part of the serialized geometry.
+  int32_t window_margin = -1;
 
   int64_t kv_dim_k() const { return int64_t{n_kv_head} * head_dim_k; }
   int64_t kv_dim_v() const { return int64_t{n_kv_head} * head_dim_v; }
-  // Bytes of one block: all layers, K and V, block_size positions.
+  // Bytes of block_size positions of every layer, K and V (the one block of an all-kFull state; with
+  // several groups, the sum of one block of each).
   size_t block_bytes() const;
+  // Bytes of one position of one layer, K and V.
+  size_t layer_position_bytes() const;
+  LayerStateSpec kind(int layer) const { return kinds.empty() ? LayerStateSpec{} : kinds[static_cast<size_t>(layer)]; }
+  // The retained margin of a window layer of `window` positions (see window_margin).
+  int64_t WindowMargin(int64_t window) const {
+    if (window_margin >= 0) return window_margin;
+    const int64_t quarter = (window / 4 + block_size - 1) / block_size * block_size;
+    return quarter > block_size ? quarter : block_size;
+  }
   Status Validate() const;
 };
 
@@ -98,8 +121,11 @@ class KvState {
   int64_t n_pos() const { return n_pos_; }
 
   // ---- The memory interface the prompt cache relies on ----
-  // Whether every layer can be cut back to p (full attention: any 0 <= p <= n_pos).
+  // Whether every layer can be cut back to p: 0 <= p <= n_pos, and for each window layer p == n_pos or
+  // held_from(layer) <= max(0, p - window).
   bool CanTrimTo(int64_t p) const;
+  // First position whose K/V `layer` still holds (0 for kFull; a multiple of block_size).
+  int64_t held_from(int layer) const;
   // Cuts to p, releasing blocks past it. Error (state unchanged) if !CanTrimTo(p).
   Status TrimTo(int64_t p);
   // Earliest offset from which the retained state equals a fresh computation (0 for full attention).
@@ -107,12 +133,18 @@ class KvState {
   // A new state holding positions [0, p) of this one, sharing its blocks (no copy). Error if !CanTrimTo(p).
   StatusOr<KvState> View(int64_t p) const;
   // Bytes of the blocks this state references (shared blocks are counted by every holder).
-  size_t bytes() const { return blocks_.size() * config_.block_bytes(); }
+  size_t bytes() const;
+  // Bytes of the blocks of the group holding `layer` (tests and accounting of window layers).
+  size_t group_bytes(int layer) const;
   // Calls fn(block identity, bytes) for each referenced block, so a caller can count shared bytes once.
   void ForEachBlock(const std::function<void(const void* id, size_t bytes)>& fn) const;
-  // How many holders reference block i (tests, accounting).
-  long BlockUseCount(size_t i) const { return blocks_[i].use_count(); }
-  size_t n_blocks() const { return blocks_.size(); }
+  // Held blocks over all groups, in ForEachBlock order (one group: block i covers positions from
+  // i * block_size), and how many holders reference held block i (tests, accounting).
+  long BlockUseCount(size_t i) const;
+  size_t n_blocks() const;
+  // Bytes Reserve copied because a block was shared (copy-on-write) since this state was created,
+  // viewed or deserialized — exact whatever the layer groups and released blocks.
+  uint64_t cow_bytes_copied() const { return cow_bytes_copied_; }
 
   // ---- Forward-pass access ----
   // Makes positions [n_pos, n_pos + n) writable: allocates new blocks and copies a shared tail block.
@@ -121,8 +153,9 @@ class KvState {
   // must lie in the reserved range. Never called on a committed position.
   void StoreK(int layer, int64_t pos, const float* row);
   void StoreV(int layer, int64_t pos, const float* row);
-  void Commit(int64_t n) { n_pos_ += n; }
+  void Commit(int64_t n);
   // One head's [block_size][head_dim] keys/values of block b (positions b*block_size ...), in the dtype.
+  // The block must be held by the layer's group.
   const uint8_t* KHead(int layer, int64_t block, int kv_head) const;
   const uint8_t* VHead(int layer, int64_t block, int kv_head) const;
 
@@ -132,14 +165,28 @@ class KvState {
   static StatusOr<KvState> Deserialize(const KvConfig& config, ByteSource& source);
 
  private:
-  explicit KvState(const KvConfig& config) : config_(config) {}
-  size_t LayerOffset(int layer) const;
+  // Layers of one state kind (and window) sharing a block table. Blocks [0, first) are released (null).
+  struct Group {
+    LayerStateSpec spec;
+    std::vector<int32_t> layers;  // model layer ids, ascending
+    size_t block_bytes = 0;
+    int64_t first = 0;
+    std::vector<std::shared_ptr<KvBlock>> blocks;  // indexed by absolute block number
+  };
+
+  explicit KvState(const KvConfig& config);
+  size_t LayerOffset(int layer) const;  // within its group's block
   uint8_t* MutableHead(bool v, int layer, int64_t pos, int kv_head);
+  const std::shared_ptr<KvBlock>* HeldBlock(size_t i) const;
+  void Release();  // window groups: drop blocks entirely before n_pos - window - margin
+  bool CanTrimGroupTo(const Group& g, int64_t p) const;
 
   KvConfig config_;
   int64_t n_pos_ = 0;
-  int64_t reserved_ = 0;  // positions [0, reserved_) have writable-or-shared blocks allocated
-  std::vector<std::shared_ptr<KvBlock>> blocks_;
+  std::vector<Group> groups_;
+  std::vector<int32_t> layer_group_;  // per layer: index into groups_
+  std::vector<int32_t> layer_slot_;   // per layer: position within its group's block
+  uint64_t cow_bytes_copied_ = 0;
 };
 
 }  // namespace ember

@@ -1,6 +1,8 @@
 // What differs between the Llama-family architectures, one small file per architecture
-// (arch_llama.cc, arch_qwen2.cc, arch_qwen3.cc): the tensors they carry and how the attention block
-// turns its normalised input into roped Q, K and V. Everything else is the shared forward pass.
+// (arch_llama.cc, arch_qwen2.cc, arch_qwen3.cc, arch_gemma3.cc): the tensors they carry and how the
+// attention block turns its normalised input into roped Q, K and V. Everything else is the shared
+// forward pass, which reads the few structural switches below (Gemma's post-norms and GELU) and the
+// model config's numeric ones (embedding scale, window layers, logit soft-cap).
 #pragma once
 
 #include <cstdint>
@@ -24,13 +26,18 @@ struct QkvStep {
   const float* xn;          // [n_tok][n_embd]    attention-normed input
   int64_t n_tok;
   int64_t pos0;             // position of token 0
-  const float* rope_cache;  // [n_tok][rope_n_dims] cos/sin per position (kernels::RopeCache)
+  const float* rope_cache;  // [n_tok][rope_n_dims] cos/sin per position for this layer's RoPE base
   float* q;                 // [n_tok][n_head * head_dim_k]     out
   float* k;                 // [n_tok][n_head_kv * head_dim_k]  out
   float* v;                 // [n_tok][n_head_kv * head_dim_v]  out
 };
 
 using QkvFn = void (*)(const QkvStep& step);
+
+enum class FfnAct : uint8_t {
+  kSilu,  // gate = silu(gate) * up (llama, qwen)
+  kGelu,  // gate = gelu_tanh(gate) * up through ggml's fp16 table (gemma; kernels/gelu.h)
+};
 
 struct ArchSpec {
   const char* name;              // general.architecture
@@ -39,6 +46,8 @@ struct ArchSpec {
   bool qk_norm;                  // blk.N.attn_{q,k}_norm.weight required (qwen3)
   bool rope_freqs;               // honours rope_freqs.weight / llama3 rope scaling (llama)
   QkvFn qkv;
+  bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm after attention and FFN (gemma)
+  FfnAct ffn_act = FfnAct::kSilu;
 };
 
 // nullptr for an architecture ember does not implement.
@@ -51,7 +60,11 @@ void ProjectQkv(const QkvStep& s);
 void NormHeads(const QkvStep& s, float* x, int64_t n_heads, const float* w);
 // RoPE parameters of the model (layout, dims, base, scaling, llama3 freq factors).
 kernels::RopeParams RopeParamsOf(const ModelConfig& c);
+// RoPE parameters of the model's window layers (rope.freq_base_swa, no scaling, no freq factors).
+kernels::RopeParams RopeParamsSwaOf(const ModelConfig& c);
 // Rotates every head of x [n_tok][n_heads * head_dim_k] at its token's position.
 void RopeHeads(const QkvStep& s, float* x, int64_t n_heads);
+// x[t] *= scale for every element of n_heads heads (gemma's query scaling).
+void ScaleHeads(const QkvStep& s, float* x, int64_t n_heads, float scale);
 
 }  // namespace ember

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "format/quant.h"
+#include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "util/half.h"
@@ -29,6 +30,7 @@ ForwardContext::ForwardContext(const Model& model, const ForwardOptions& options
   gate_.resize(T * c.n_ff);
   up_.resize(T * c.n_ff);
   rope_.resize(T * c.rope_n_dims);
+  if (c.n_swa > 0) rope_swa_.resize(T * c.rope_n_dims);
   logits_.resize((opts_.all_logits ? T : 1) * c.n_vocab);
   scores_.resize(static_cast<size_t>(opts_.max_threads * opts_.max_ctx));
   half_.resize(static_cast<size_t>(opts_.max_threads * (opts_.max_ctx + c.head_dim_k)));
@@ -61,12 +63,18 @@ Status ForwardContext::Run(KvState& kv, const int32_t* tokens, int64_t n, Logits
     OpTimer timer(&times_, &times_.rope_s);
     const kernels::RopeParams rp = RopeParamsOf(c);
     for (int64_t t = 0; t < n; ++t) kernels::RopeCache(rp, pos0 + t, rope_.data() + t * c.rope_n_dims);
+    if (c.n_swa > 0) {
+      const kernels::RopeParams rs = RopeParamsSwaOf(c);
+      for (int64_t t = 0; t < n; ++t) kernels::RopeCache(rs, pos0 + t, rope_swa_.data() + t * c.rope_n_dims);
+    }
   }
+  const bool post_norms = model_.arch().post_norms;
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& w = model_.layers()[static_cast<size_t>(il)];
     // ---- attention block ----
     NormRows(x_.data(), w.attn_norm, n, xn_.data(), pool);  // xn [T][n_embd]  attn_norm
-    const QkvStep step{c, w, pool, &times_, xn_.data(), n, pos0, rope_.data(), q_.data(), k_.data(), v_.data()};
+    const float* rope = c.is_swa(il) ? rope_swa_.data() : rope_.data();
+    const QkvStep step{c, w, pool, &times_, xn_.data(), n, pos0, rope, q_.data(), k_.data(), v_.data()};
     model_.arch().qkv(step);  // q [T][q_dim], k [T][kv_dim_k], v [T][kv_dim_v], roped
     for (int64_t t = 0; t < n; ++t) {
       kv.StoreK(il, pos0 + t, k_.data() + t * c.kv_dim_k());
@@ -77,6 +85,7 @@ Status ForwardContext::Run(KvState& kv, const int32_t* tokens, int64_t n, Logits
       OpTimer timer(&times_, &times_.matmul_s);
       kernels::MatMul(w.wo, att_.data(), n, proj_.data(), pool);  // proj [T][n_embd]  attn_out
     }
+    if (post_norms) NormRows(proj_.data(), w.attn_post_norm, n, proj_.data(), pool);  // attn_post_norm
     {
       OpTimer timer(&times_, &times_.other_s);
       kernels::Add(proj_.data(), x_.data(), x_.data(), static_cast<int>(n * c.n_embd));  // x = ffn_inp
@@ -84,6 +93,7 @@ Status ForwardContext::Run(KvState& kv, const int32_t* tokens, int64_t n, Logits
     // ---- feed-forward block ----
     NormRows(x_.data(), w.ffn_norm, n, xn_.data(), pool);  // xn [T][n_embd]  ffn_norm
     FeedForward(w, n, pool);                                // proj [T][n_embd]  ffn_out
+    if (post_norms) NormRows(proj_.data(), w.ffn_post_norm, n, proj_.data(), pool);  // ffn_post_norm
     OpTimer timer(&times_, &times_.other_s);
     kernels::Add(proj_.data(), x_.data(), x_.data(), static_cast<int>(n * c.n_embd));  // x = l_out
   }
@@ -103,6 +113,8 @@ void ForwardContext::Embed(const int32_t* tokens, int64_t n, kernels::ThreadPool
     (void)Dequantize(e.type, e.data + static_cast<uint64_t>(tokens[t]) * row_bytes, x_.data() + t * d,
                      static_cast<size_t>(d));
   }
+  const float scale = model_.config().embd_scale;  // gemma: sqrt(n_embd) (inp_scaled)
+  if (scale != 1.0f) kernels::Scale(x_.data(), scale, static_cast<int>(n * d));
 }
 
 void ForwardContext::NormRows(const float* x, const float* w, int64_t n, float* y, kernels::ThreadPool& pool) {
@@ -124,9 +136,16 @@ void ForwardContext::FeedForward(const LayerWeights& w, int64_t n, kernels::Thre
   {
     OpTimer timer(&times_, &times_.other_s);
     const int64_t ff = c.n_ff;
-    pool.ParallelFor(n, [&](int64_t b, int64_t e, int) {  // gate = silu(gate) * up
+    const bool gelu = model_.arch().ffn_act == FfnAct::kGelu;
+    pool.ParallelFor(n, [&](int64_t b, int64_t e, int) {  // gate = act(gate) * up
       for (int64_t t = b; t < e; ++t) {
-        kernels::SiluMul(gate_.data() + t * ff, up_.data() + t * ff, gate_.data() + t * ff, static_cast<int>(ff));
+        float* g = gate_.data() + t * ff;
+        const float* u = up_.data() + t * ff;
+        if (gelu) {
+          kernels::GeluMul(g, u, g, static_cast<int>(ff));
+        } else {
+          kernels::SiluMul(g, u, g, static_cast<int>(ff));
+        }
       }
     });
   }
@@ -139,6 +158,8 @@ void ForwardContext::Output(int64_t first_row, int64_t n_rows, kernels::ThreadPo
   NormRows(x_.data() + first_row * d, model_.output_norm(), n_rows, xn_.data(), pool);  // result_norm
   OpTimer timer(&times_, &times_.matmul_s);
   kernels::MatMul(model_.output(), xn_.data(), n_rows, logits_.data(), pool);  // logits [rows][n_vocab]
+  const float cap = model_.config().final_logit_softcap;
+  if (cap > 0) kernels::TanhSoftCap(logits_.data(), cap, static_cast<int>(n_rows * model_.config().n_vocab));
 }
 
 }  // namespace ember

@@ -3,7 +3,8 @@
 // Batch invariance (spec/cache.md §6): the logits of position i are bitwise identical whether i is
 // computed inside a prefill ubatch of any size or as a single decode step. Every op computes each
 // token's row by a fixed sequence of operations (kernels contract), and attention for the query at
-// position p reads keys [0, p] block by block in position order — nothing depends on n_tok.
+// position p reads keys [0, p] (a window layer: (p - n_swa, p]) block by block in position order —
+// nothing depends on n_tok.
 //
 // Thread-safety: a ForwardContext belongs to one sequence and is used by one thread at a time; the
 // Model it reads is shared read-only.
@@ -68,6 +69,7 @@ class ForwardContext {
   std::vector<float> gate_;    // [T][n_ff]
   std::vector<float> up_;      // [T][n_ff]
   std::vector<float> rope_;    // [T][rope_n_dims]  cos/sin per position
+  std::vector<float> rope_swa_;  // [T][rope_n_dims]  the same for window layers' RoPE base (gemma3)
   std::vector<float> logits_;  // [T or 1][n_vocab]
   // Per pool thread attention scratch.
   std::vector<float> scores_;      // [threads][max_ctx]

@@ -8,9 +8,10 @@ namespace ember {
 extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
+extern const ArchSpec kGemma3Arch;
 
 const ArchSpec* FindArch(const std::string& name) {
-  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch}) {
+  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kGemma3Arch}) {
     if (name == a->name) return a;
   }
   return nullptr;
@@ -59,6 +60,22 @@ kernels::RopeParams RopeParamsOf(const ModelConfig& c) {
   p.freq_scale = c.rope_freq_scale;
   p.freq_factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   return p;
+}
+
+kernels::RopeParams RopeParamsSwaOf(const ModelConfig& c) {
+  kernels::RopeParams p = RopeParamsOf(c);
+  p.freq_base = c.rope_freq_base_swa;
+  p.freq_scale = 1.0f;
+  p.freq_factors = nullptr;
+  return p;
+}
+
+void ScaleHeads(const QkvStep& s, float* x, int64_t n_heads, float scale) {
+  OpTimer timer(s.times, s.times ? &s.times->other_s : nullptr);
+  const int64_t row = n_heads * s.cfg.head_dim_k;
+  s.pool.ParallelFor(s.n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) kernels::Scale(x + t * row, scale, static_cast<int>(row));
+  });
 }
 
 void RopeHeads(const QkvStep& s, float* x, int64_t n_heads) {

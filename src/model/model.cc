@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "format/quant.h"
@@ -133,6 +134,10 @@ Status Model::BindLayer(int il, LayerWeights& w) {
     EMBER_ASSIGN_OR_RETURN(w.q_norm, F32Vector(f, Blk(il, "attn_q_norm.weight"), c.head_dim_k));
     EMBER_ASSIGN_OR_RETURN(w.k_norm, F32Vector(f, Blk(il, "attn_k_norm.weight"), c.head_dim_k));
   }
+  if (arch_->post_norms) {
+    EMBER_ASSIGN_OR_RETURN(w.attn_post_norm, F32Vector(f, Blk(il, "post_attention_norm.weight"), c.n_embd));
+    EMBER_ASSIGN_OR_RETURN(w.ffn_post_norm, F32Vector(f, Blk(il, "post_ffw_norm.weight"), c.n_embd));
+  }
   EMBER_ASSIGN_OR_RETURN(w.ffn_norm, F32Vector(f, Blk(il, "ffn_norm.weight"), c.n_embd));
   EMBER_ASSIGN_OR_RETURN(w.w_gate, Matrix(f, Blk(il, "ffn_gate.weight"), c.n_embd, c.n_ff, b));
   EMBER_ASSIGN_OR_RETURN(w.w_up, Matrix(f, Blk(il, "ffn_up.weight"), c.n_embd, c.n_ff, b));
@@ -148,6 +153,12 @@ KvConfig Model::MakeKvConfig(KvDtype dtype, int32_t block_size) const {
   k.head_dim_v = static_cast<int32_t>(config_.head_dim_v);
   k.dtype = dtype;
   k.block_size = block_size;
+  if (config_.n_swa > 0) {
+    k.kinds.resize(static_cast<size_t>(config_.n_layer));
+    for (int64_t il = 0; il < config_.n_layer; ++il) {
+      if (config_.is_swa(il)) k.kinds[static_cast<size_t>(il)] = {StateKind::kWindow, static_cast<int32_t>(config_.n_swa)};
+    }
+  }
   return k;
 }
 

@@ -1,4 +1,4 @@
-// A loaded Llama-family model (llama, qwen2, qwen3): hyperparameters plus typed views of every weight,
+// A loaded Llama-family model (llama, qwen2, qwen3, gemma3): hyperparameters plus typed views of every weight,
 // used in place from the GGUF memory map (no copy at load: startup costs a parse and a validation).
 //
 // Load validates every tensor the architecture needs — presence, type, shape — and reports the first
@@ -29,9 +29,11 @@ struct LayerWeights {
   const float* bq = nullptr;         // qwen2: [q_dim]
   const float* bk = nullptr;         // qwen2: [kv_dim_k]
   const float* bv = nullptr;         // qwen2: [kv_dim_v]
-  const float* q_norm = nullptr;     // qwen3: [head_dim_k], RMS norm per head
-  const float* k_norm = nullptr;     // qwen3: [head_dim_k]
+  const float* q_norm = nullptr;     // qwen3, gemma3: [head_dim_k], RMS norm per head
+  const float* k_norm = nullptr;     // qwen3, gemma3: [head_dim_k]
+  const float* attn_post_norm = nullptr;  // gemma3: [n_embd], on the attention output (after wo)
   const float* ffn_norm = nullptr;   // [n_embd]
+  const float* ffn_post_norm = nullptr;   // gemma3: [n_embd], on the FFN output (after ffn_down)
   kernels::WeightView w_gate;        // n_embd -> n_ff
   kernels::WeightView w_up;          // n_embd -> n_ff
   kernels::WeightView w_down;        // n_ff -> n_embd
@@ -56,7 +58,9 @@ class Model {
   // Bytes of all weights a forward pass reads (for bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
 
-  // KV geometry for a sequence of this model.
+  // KV geometry for a sequence of this model: window layers (gemma3) get StateKind::kWindow with the
+  // model's sliding window (and KvConfig's default margin, max(block_size, window / 4)), so their KV
+  // is released once it falls out of reach (docs/sliding-window.md).
   KvConfig MakeKvConfig(KvDtype dtype, int32_t block_size = 32) const;
 
  private:

@@ -37,6 +37,40 @@ Status ReadRopeScaling(const GgufFile& f, const std::string& a, ModelConfig& c) 
   return Unimplemented("model: rope scaling type '" + type + "' is not supported");
 }
 
+// gemma3, as llama.cpp 80fb11a reads it (src/models/gemma3.cpp):
+//  * attention.sliding_window > 0 turns the window on; sliding_window_pattern (a scalar period, default
+//    6; an array is ignored there, so here too) makes layer il global iff il % period == period - 1
+//    (period 0: every layer is a window layer);
+//  * window layers rope with rope.freq_base_swa (default 10000) and no scaling; global layers with
+//    rope.freq_base and rope.scaling;
+//  * q is scaled by 1/sqrt(head_dim) before QK (the 62-layer 27B uses 1/sqrt(n_embd / n_head)); the
+//    token embeddings by sqrt(n_embd); final_logit_softcapping (absent: 0, none) caps the logits.
+Status ReadGemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  EMBER_ASSIGN_OR_RETURN(c.n_swa, f.IntOr(a + ".attention.sliding_window", 0));
+  if (c.n_swa < 0 || c.n_swa > (int64_t{1} << 30)) {
+    return InvalidArgument("model key '" + a + ".attention.sliding_window' is out of range: " + std::to_string(c.n_swa));
+  }
+  if (c.n_swa > 0) {
+    int64_t period = 6;
+    const std::string pkey = a + ".attention.sliding_window_pattern";
+    const GgufValue* pv = f.Find(pkey);
+    if (pv != nullptr && pv->type != GgufType::kArray) {
+      EMBER_ASSIGN_OR_RETURN(period, f.Int(pkey));
+      if (period < 0) return InvalidArgument("model key '" + pkey + "' must not be negative");
+    }
+    c.swa_layers.resize(static_cast<size_t>(c.n_layer));
+    for (int64_t il = 0; il < c.n_layer; ++il) c.swa_layers[il] = period == 0 || il % period < period - 1;
+    EMBER_ASSIGN_OR_RETURN(double base_swa, f.FloatOr(a + ".rope.freq_base_swa", 10000.0));
+    c.rope_freq_base_swa = static_cast<float>(base_swa);
+  }
+  c.attn_scale = c.n_layer == 62 ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head))
+                                 : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  EMBER_ASSIGN_OR_RETURN(double cap, f.FloatOr(a + ".final_logit_softcapping", 0.0));
+  c.final_logit_softcap = static_cast<float>(cap);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<float> Llama3FreqFactors(float freq_base, int64_t n_dims, float factor, float low_freq_factor,
@@ -90,6 +124,7 @@ StatusOr<ModelConfig> ReadModelConfig(const GgufFile& f, const std::string& a) {
                            " must be even and at most key_length " + std::to_string(c.head_dim_k));
   }
   EMBER_RETURN_IF_ERROR(ReadRopeScaling(f, a, c));
+  if (a == "gemma3") EMBER_RETURN_IF_ERROR(ReadGemma3(f, a, c));
   return c;
 }
 

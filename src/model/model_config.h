@@ -13,7 +13,7 @@ namespace ember {
 class GgufFile;
 
 struct ModelConfig {
-  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3"
+  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3"
   int64_t n_vocab = 0;       // rows of token_embd.weight
   int64_t n_embd = 0;
   int64_t n_layer = 0;
@@ -31,6 +31,17 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;       // 1 / rope.scaling.factor for "linear" scaling
   std::vector<float> rope_freq_factors;  // llama3 scaling: n_dims/2 divisors (empty: none)
 
+  // Sliding-window attention (gemma3). n_swa = 0: every layer attends to all earlier positions.
+  // A query at position p on a window layer sees keys (p - n_swa, p] (llama.cpp's LLAMA_SWA_TYPE_STANDARD).
+  int64_t n_swa = 0;                  // attention.sliding_window
+  std::vector<bool> swa_layers;       // per layer: true = window layer (empty when n_swa == 0)
+  float rope_freq_base_swa = 10000.0f;  // rope.freq_base_swa: window layers' RoPE base (no scaling)
+  // Gemma numerics (defaults leave llama/qwen unchanged).
+  float attn_scale = 0;               // > 0: q *= attn_scale before QK (and no 1/sqrt(d) after)
+  float embd_scale = 1.0f;            // token embeddings *= embd_scale (gemma: sqrt(n_embd))
+  float final_logit_softcap = 0;      // > 0: logits = cap * tanh(logits / cap)
+
+  bool is_swa(int64_t il) const { return n_swa > 0 && swa_layers[static_cast<size_t>(il)]; }
   int64_t q_dim() const { return n_head * head_dim_k; }
   int64_t kv_dim_k() const { return n_head_kv * head_dim_k; }
   int64_t kv_dim_v() const { return n_head_kv * head_dim_v; }

@@ -1,6 +1,7 @@
-// The real engine behind the HTTP layer: Engine (model, tokenizer, forward pass) + the RAM prompt cache
-// through CachedSession. Generate() runs on the scheduler's single generation lane; the other methods
-// only read immutable state (tokenizer, parsed template) or take the cache's own lock.
+// The real engine behind the HTTP layer: Engine (model, tokenizer, forward pass) + the prompt cache (RAM,
+// and the SSD cold tier unless disabled) through TieredCache and CachedSession. Generate() runs on the
+// scheduler's single generation lane; the other methods only read immutable state (tokenizer, parsed
+// template) or take the caches' own locks.
 #include "server/engine_backend.h"
 
 #include <chrono>
@@ -9,10 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/cache_identity.h"
 #include "cache/cache_namespace.h"
 #include "cache/cache_options.h"
 #include "cache/cached_session.h"
 #include "cache/prompt_cache.h"
+#include "cache/tiered_cache.h"
+#include "coldtier/env.h"
 #include "engine/engine.h"
 #include "template/chat_template.h"
 
@@ -61,9 +65,10 @@ SamplerParams ToSampler(const SamplingParams& s) {
 
 class EngineBackend final : public InferenceBackend {
  public:
-  EngineBackend(std::unique_ptr<Engine> engine, size_t cache_bytes, std::string id)
-      : engine_(std::move(engine)), cache_(PromptCacheOptions{cache_bytes, nullptr}), id_(std::move(id)),
-        session_(*engine_, &cache_) {}
+  EngineBackend(std::unique_ptr<Engine> engine, std::unique_ptr<TieredCache> tiers, std::string id,
+                double flush_timeout_s)
+      : engine_(std::move(engine)), tiers_(std::move(tiers)), id_(std::move(id)),
+        flush_timeout_s_(flush_timeout_s), session_(*engine_, tiers_.get()) {}
 
   std::string model_id() const override { return id_; }
   int32_t context_length() const override { return static_cast<int32_t>(engine_->options().n_ctx); }
@@ -109,17 +114,28 @@ class EngineBackend final : public InferenceBackend {
     sr.generate.sampling = ToSampler(req.sampling);
     sr.generate.cancel = req.cancel;
     const Tokenizer& tok = *engine_->tokenizer();
+    // The engine hands each token's logprobs over just before the token itself (same thread).
+    TokenLogprobs pending;
+    if (req.logprobs) {
+      sr.generate.top_logprobs = req.top_logprobs;
+      sr.generate.on_logprobs = [&pending](const TokenLogprobs& lp) { pending = lp; };
+    }
+    auto piece = [&tok](int32_t id) { return std::string(tok.TokenToPiece(id, /*render_special=*/false)); };
     auto cb = [&](int32_t id) {
       if (tok.IsEog(id)) return true;  // the engine ends on it; the server never sees stop tokens
       TokenEvent ev;
       ev.id = id;
-      ev.piece = std::string(tok.TokenToPiece(id, /*render_special=*/false));
+      ev.piece = piece(id);
+      if (req.logprobs && pending.token == id) {
+        ev.logprob = pending.logprob;
+        for (const auto& alt : pending.top) ev.top_logprobs.push_back({alt.token, piece(alt.token), alt.logprob});
+      }
       return on_token(ev);
     };
     auto r = session_.Generate(sr, cb);
     if (!r.ok()) return r.status();
     out->cached_tokens = static_cast<int32_t>(r->cached_tokens);
-    out->cache_tier = r->cached_tokens > 0 ? "ram" : "none";
+    out->cache_tier = r->tier;
     int32_t n = static_cast<int32_t>(r->gen.tokens.size());
     if (n > 0 && tok.IsEog(r->gen.tokens.back())) --n;
     out->completion_tokens = n;
@@ -134,8 +150,9 @@ class EngineBackend final : public InferenceBackend {
   }
 
   BackendStats Stats() const override {
-    const PromptCacheStats s = cache_.stats();
+    const PromptCacheStats s = tiers_->ram().stats();
     BackendStats b;
+    b.engine = "ember-cpu";
     b.engine_values = {{"threads", static_cast<double>(engine_->threads()), false},
                        {"context_length", static_cast<double>(engine_->options().n_ctx), false}};
     CacheTierStats ram;
@@ -148,23 +165,74 @@ class EngineBackend final : public InferenceBackend {
                   {"evictions", static_cast<double>(s.evictions)}, {"spills", static_cast<double>(s.spills)},
                   {"superseded", static_cast<double>(s.superseded)}, {"replaced", static_cast<double>(s.replaced)}};
     b.cache_tiers.push_back(std::move(ram));
+    if (tiers_->cold_enabled()) b.cache_tiers.push_back(SsdTierStats(tiers_->stats()));
     return b;
   }
 
-  // No cold tier is wired in yet, so there is nothing to make durable.
-  Status FlushCache() override { return Status::Ok(); }
+  // Everything queued for the SSD tier (plus pending write-behinds) durable, within the flush bound.
+  Status FlushCache() override {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(flush_timeout_s_ * 1000));
+    return tiers_->Flush(deadline);
+  }
 
  private:
+  static CacheTierStats SsdTierStats(const TieredStats& t) {
+    auto gauge = [](const char* n, double v) { return StatValue{n, v, false}; };
+    auto counter = [](const char* n, double v) { return StatValue{n, v, true}; };
+    CacheTierStats ssd;
+    ssd.tier = "ssd";
+    ssd.values = {gauge("entries", static_cast<double>(t.entries)), gauge("bytes", static_cast<double>(t.bytes)),
+                  gauge("cap", static_cast<double>(t.cap)), counter("lookups", static_cast<double>(t.store.lookups)),
+                  counter("hits", static_cast<double>(t.store.hits)),
+                  counter("misses", static_cast<double>(t.store.lookups - t.store.hits)),
+                  counter("tokens_served", static_cast<double>(t.tokens_served)),
+                  counter("tokens_recomputed", static_cast<double>(t.tokens_recomputed)),
+                  counter("restores", static_cast<double>(t.store.restores)),
+                  counter("restore_failures", static_cast<double>(t.store.restore_failures)),
+                  counter("restore_chosen", static_cast<double>(t.restore_chosen)),
+                  counter("recompute_chosen", static_cast<double>(t.recompute_chosen)),
+                  counter("spills", static_cast<double>(t.store.spills)),
+                  counter("spill_failures", static_cast<double>(t.store.spill_failures)),
+                  counter("no_space", static_cast<double>(t.store.no_space)),
+                  counter("dropped_spills", static_cast<double>(t.queue.dropped)),
+                  counter("demotions", static_cast<double>(t.demotions)),
+                  counter("evictions", static_cast<double>(t.store.evictions)),
+                  counter("superseded", static_cast<double>(t.store.superseded)),
+                  counter("relief_writes", static_cast<double>(t.relief_writes)),
+                  counter("relief_freed", static_cast<double>(t.relief_freed)),
+                  counter("corrupt_deleted", static_cast<double>(t.store.corrupt_deleted)),
+                  gauge("write_queue_bytes", static_cast<double>(t.queue.queued_bytes)),
+                  gauge("write_queue_jobs", static_cast<double>(t.queue.queued_jobs)),
+                  gauge("last_durable_flush_unix_s", t.last_flush_unix_s),
+                  gauge("read_bytes_per_s", t.read_bytes_per_s),
+                  gauge("prefill_tokens_per_s", t.prefill_tokens_per_s)};
+    HistogramValue h;
+    h.name = "restore_ms";
+    h.upper_bounds = t.restore_ms.bounds;
+    uint64_t cum = 0;
+    for (uint64_t c : t.restore_ms.counts) h.cumulative_counts.push_back(cum += c);
+    h.count = t.restore_ms.count;
+    h.sum = t.restore_ms.sum;
+    ssd.histograms.push_back(std::move(h));
+    return ssd;
+  }
+
   std::unique_ptr<Engine> engine_;
-  PromptCache cache_;
+  std::unique_ptr<TieredCache> tiers_;
   std::string id_;
+  double flush_timeout_s_;
   CachedSession session_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptions& options) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Load(options.model_path, EngineOptions{}));
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Load(options.model_path, [&] {
+    EngineOptions eo;
+    eo.threads = options.threads;
+    return eo;
+  }()));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
   size_t cache_bytes = DefaultPromptCacheBytes();
   if (!options.prompt_cache_bytes.empty()) {
@@ -172,9 +240,50 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   }
   std::fprintf(stderr, "ember: prompt cache %s in RAM%s\n", FormatBytes(cache_bytes).c_str(),
                cache_bytes == 0 ? " (off)" : "");
+  TieredCacheOptions to;
+  to.ram_bytes = cache_bytes;
+  if (!options.ssd_cache_dir.empty()) {
+    to.root = options.ssd_cache_dir;
+    to.kv = engine->kv_config();
+    to.disk_cap_bytes = 32ull << 30;
+    if (!options.ssd_cache_bytes.empty()) {
+      EMBER_ASSIGN_OR_RETURN(to.disk_cap_bytes, ParseByteSize(options.ssd_cache_bytes));
+    }
+    to.verify_tensors = options.ssd_cache_verify;
+    to.demote_idle_s = options.ssd_demote_idle_s;
+    const auto t0 = std::chrono::steady_clock::now();
+    const CacheIdentity ident = ComputeCacheIdentity(*PosixEnv::Default(), to.root, options.model_path,
+                                                     engine->model().gguf(), to.kv);
+    to.identity = ident.dir_name;
+    WriteIdentityFile(*PosixEnv::Default(), to.root, ident);
+    const double ident_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "ember: ssd cache %s/%s, cap %s (identity %.2f s)\n", to.root.c_str(),
+                 to.identity.c_str(), to.disk_cap_bytes == 0 ? "unlimited" : FormatBytes(to.disk_cap_bytes).c_str(),
+                 ident_s);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t ram_bytes = to.ram_bytes;
+  StatusOr<std::unique_ptr<TieredCache>> opened = TieredCache::Open(std::move(to));
+  if (!opened.ok()) {
+    // An unusable cache directory (permissions, a file in the way) costs the SSD tier, never the server.
+    std::fprintf(stderr, "ember: warning: ssd cache disabled: %s\n", opened.status().ToString().c_str());
+    TieredCacheOptions ram_only;
+    ram_only.ram_bytes = ram_bytes;
+    opened = TieredCache::Open(std::move(ram_only));
+  }
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<TieredCache> tiers, std::move(opened));
+  if (tiers->cold_enabled()) {
+    const TieredStats st = tiers->stats();
+    std::fprintf(stderr, "ember: ssd cache scan: %zu entries, %s, %llu corrupt deleted (%.3f s)\n", st.entries,
+                 FormatBytes(st.bytes).c_str(), static_cast<unsigned long long>(st.store.corrupt_deleted),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  } else {
+    std::fprintf(stderr, "ember: ssd cache off\n");
+  }
   std::string id = options.model_alias.empty() ? std::filesystem::path(options.model_path).stem().string()
                                                : options.model_alias;
-  return std::unique_ptr<InferenceBackend>(new EngineBackend(std::move(engine), cache_bytes, std::move(id)));
+  return std::unique_ptr<InferenceBackend>(
+      new EngineBackend(std::move(engine), std::move(tiers), std::move(id), options.ssd_flush_timeout_s));
 }
 
 }  // namespace ember::server

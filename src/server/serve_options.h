@@ -19,11 +19,19 @@ struct ServeOptions {
   std::vector<std::string> cors_origins;   // beyond localhost; "*" allows any origin
   size_t max_body_bytes = 8u << 20;        // larger request bodies get 413
   size_t max_queue = 64;                   // waiting generations beyond this get 429
+  int threads = 0;                         // engine compute threads; 0 = physical cores
   int http_threads = 64;                   // connection workers (each open stream holds one)
   double shutdown_timeout_s = 10;          // grace for in-flight work on SIGTERM/SIGINT
   int fake_token_delay_ms = 0;             // FakeBackend: per-token sleep
   int32_t fake_context_length = 4096;      // FakeBackend: context length
   std::string prompt_cache_bytes;          // RAM tier cap ("8G", "0" = off); empty: a quarter of RAM
+  // SSD cold tier (docs/coldtier.md). The CLI fills ssd_cache_dir with its default
+  // ($XDG_CACHE_HOME/ember or ~/.cache/ember) unless --no-ssd-cache; empty here means off.
+  std::string ssd_cache_dir;
+  std::string ssd_cache_bytes;             // disk cap ("100G", "0" = unlimited); empty: 32 GiB
+  double ssd_demote_idle_s = 300;          // idle seconds before a RAM entry moves to SSD (0 = never)
+  bool ssd_cache_verify = true;            // verify tensor checksums on restore
+  double ssd_flush_timeout_s = 60;         // bound of a cache flush (POST /admin/cache/flush, shutdown)
 };
 
 }  // namespace ember::server

@@ -227,6 +227,129 @@ TEST_F(H2hTest, ProgressCountsEveryRoundIncludingExtras) {
   EXPECT_EQ(progress.total(), 5);
 }
 
+// A stack for the served and cache legs: per-turn TTFTs grow with the turn (cold) or stay flat (warm);
+// it cannot run the served leg and says so with an n/a reason.
+class TurnStack : public StackRunner {
+ public:
+  explicit TurnStack(std::string name, bool serves) : name_(std::move(name)), serves_(serves) {}
+  std::string name() const override { return name_; }
+  bool Supports(Leg leg) const override { return IsCacheLeg(leg) || (leg == Leg::kServed && serves_); }
+  std::string SkipReason(Leg leg) const override {
+    return leg == Leg::kServed ? "n/a: this stack has no server" : StackRunner::SkipReason(leg);
+  }
+  StatusOr<RunMeasurement> Run(Leg leg, const BenchRequest& req) override {
+    ++calls;
+    seen_turns = req.turns;
+    RunMeasurement m;
+    if (leg == Leg::kServed) {
+      m.ttft_ms = 20 + calls % 2;
+      m.decode_tok_s = 40;
+      m.ready_ms = 300;
+      return m;
+    }
+    for (size_t k = 0; k < req.turns.size(); ++k) {
+      const int turn = static_cast<int>(k + 1);
+      const bool warm = leg == Leg::kCacheWarm;
+      // Turn 2 of the warm leg is noisy in round 2 (call 3, after the warm-up): an extra round settles it.
+      double ttft = warm ? 10.0 + turn : 100.0 * turn;
+      if (warm && turn == 2 && calls == 3) ttft *= 3;
+      m.turns.push_back({turn, ttft, static_cast<int64_t>(req.turns[k].size()),
+                         warm && k > 0 ? static_cast<int64_t>(req.turns[k - 1].size()) : 0, warm ? "ram" : "none"});
+    }
+    m.ttft_ms = m.turns.back().ttft_ms;
+    return m;
+  }
+  int calls = 0;
+  std::vector<std::vector<int32_t>> seen_turns;
+
+ private:
+  std::string name_;
+  bool serves_;
+};
+
+TEST_F(H2hTest, CacheLegsStoreOneRowPerTurnWithCachedTokens) {
+  TurnStack ember("ember", true);
+  H2hEnv env = Env({&ember});
+  int conversations = 0;
+  env.conversation = [&conversations](const std::string&, int turns) -> StatusOr<std::vector<std::vector<int32_t>>> {
+    ++conversations;
+    std::vector<std::vector<int32_t>> t;
+    for (int k = 1; k <= turns; ++k) t.push_back(std::vector<int32_t>(static_cast<size_t>(10 * k), 7));
+    return t;
+  };
+  cfg_.legs = {Leg::kCacheWarm, Leg::kCacheCold};
+  cfg_.turns = 3;
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->stored, 2);
+  EXPECT_EQ(conversations, 1);  // once per model, shared by the legs
+  ASSERT_EQ(ember.seen_turns.size(), 3u);
+  auto rows = *db_->List({});
+  ASSERT_EQ(rows.size(), 6u);  // 2 legs x 3 turns
+  const EvalRow& warm2 = rows[1];
+  EXPECT_EQ(warm2.leg, "cache-warm");
+  EXPECT_EQ(warm2.turn, 2);
+  EXPECT_EQ(warm2.prompt_tokens, 20);
+  EXPECT_EQ(warm2.cached_tokens, 10);
+  EXPECT_DOUBLE_EQ(*warm2.ttft_ms, 12);
+  EXPECT_EQ(warm2.tag, "stabilized");  // 36 ms in one round: extra round, fast cluster agrees
+  EXPECT_EQ(rows[0].tag, "stable");
+  EXPECT_EQ(rows[0].n_runs, 4);
+  auto samples = nlohmann::json::parse(warm2.samples);
+  ASSERT_EQ(samples.size(), 4u);
+  EXPECT_EQ(samples[0]["tier"], "ram");
+  EXPECT_EQ(samples[0]["cached_tokens"], 10);
+  const EvalRow& cold3 = rows[5];
+  EXPECT_EQ(cold3.leg, "cache-cold");
+  EXPECT_EQ(cold3.turn, 3);
+  EXPECT_EQ(cold3.cached_tokens, 0);
+  EXPECT_DOUBLE_EQ(*cold3.ttft_ms, 300);
+  // Resumable: the turn rows count as the cell.
+  auto again = RunH2h(cfg_, env);
+  EXPECT_EQ(again->skipped, 2);
+}
+
+TEST_F(H2hTest, ServedLegStoresReadyTimeAndAnNaRowForAStackWithoutAServer) {
+  TurnStack ember("ember", true);
+  TurnStack peer("llama.cpp", false);
+  H2hEnv env = Env({&ember, &peer});
+  cfg_.legs = {Leg::kServed};
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->stored, 1);
+  EXPECT_EQ(s->skipped, 1);
+  EXPECT_EQ(peer.calls, 0);
+  auto rows = *db_->List({});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].stack, "llama.cpp");  // stored when skipped, before the leg ran
+  EXPECT_EQ(rows[0].tag, "n/a");
+  EXPECT_NE(rows[0].samples.find("no server"), std::string::npos);
+  EXPECT_DOUBLE_EQ(*rows[1].ready_ms, 300);
+  EXPECT_DOUBLE_EQ(*rows[1].decode_tok_s, 40);
+  EXPECT_TRUE(rows[1].ttft_ms.has_value());
+  // The n/a row makes the cell resumable like any other.
+  auto again = RunH2h(cfg_, env);
+  EXPECT_EQ(again->skipped, 2);
+  EXPECT_EQ(db_->List({})->size(), 2u);
+}
+
+TEST_F(H2hTest, CacheLegWithoutConversationFailsItsCellsOnly) {
+  TurnStack ember("ember", true);
+  H2hEnv env = Env({&ember});
+  cfg_.legs = {Leg::kCacheWarm, Leg::kServed};
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->failed, 1);
+  EXPECT_EQ(s->stored, 1);
+  EXPECT_NE(s->cells[0].status.find("conversation"), std::string::npos);
+  env.conversation = [](const std::string&, int) -> StatusOr<std::vector<std::vector<int32_t>>> {
+    return Internal("template broke");
+  };
+  auto again = RunH2h(cfg_, env);
+  EXPECT_NE(again->cells[0].status.find("template broke"), std::string::npos);
+  EXPECT_EQ(ember.calls, 4);  // only the served leg ran: warm-up + 3 rounds
+}
+
 TEST(Progress, BarAndEta) {
   double t = 0;
   Progress p(4, false, nullptr, [&t] { return t; });
@@ -258,6 +381,25 @@ TEST(Legs, NamesRoundTrip) {
   for (const auto& l : AllLegs()) EXPECT_EQ(ParseLeg(l.name), l.leg);
   EXPECT_FALSE(ParseLeg("warp"));
   EXPECT_EQ(MetricsForLeg(Leg::kCacheWarm)[0].spec.dir, Direction::kLowerIsFaster);
+  EXPECT_EQ(MetricsForLeg(Leg::kCacheRestore, 10).size(), 10u);
+  EXPECT_EQ(MetricsForLeg(Leg::kCacheRestore, 10)[9].turn, 10);
+  EXPECT_EQ(MetricsForLeg(Leg::kServed).size(), 3u);
+  EXPECT_TRUE(IsCacheLeg(Leg::kCacheCold));
+  EXPECT_FALSE(IsCacheLeg(Leg::kServed));
+}
+
+TEST(StackJson, ParsesPeerConverseOutput) {
+  auto c = ParsePeerConverseJson(R"({"mode":"warm","turns":[{"turn":1,"ttft_ms":90,"prompt_tokens":41,"cached_tokens":0},)"
+                                 R"({"turn":2,"ttft_ms":20,"prompt_tokens":71,"cached_tokens":41}],)"
+                                 R"("peer":{"version":"3.21.1","cpu_variant":"libggml-cpu-zen4.so"}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->turns.size(), 2u);
+  EXPECT_EQ(c->turns[1].cached_tokens, 41);
+  EXPECT_DOUBLE_EQ(*c->ttft_ms, 20);
+  EXPECT_EQ(c->version, "3.21.1");
+  EXPECT_EQ(c->raw["arena"], "library");
+  EXPECT_FALSE(ParsePeerConverseJson(R"({"turns": []})").ok());
+  EXPECT_FALSE(ParsePeerConverseJson(R"({"error": "boom"})").ok());
 }
 
 }  // namespace

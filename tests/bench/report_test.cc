@@ -60,8 +60,25 @@ std::vector<EvalRow> SampleRows() {
       r.prefill_tok_s.reset();
       r.decode_tok_s.reset();
       r.ttft_ms = std::string(leg) == "cache-warm" ? 40.0 + turn : 200.0 * turn;
+      r.cached_tokens = std::string(leg) == "cache-warm" ? 100 * (turn - 1) : 0;
+      r.prompt_tokens = 100 * turn;
       rows.push_back(r);
     }
+  // The served leg: ember alone, the peer n/a with its reason.
+  EvalRow served = Row("tiny-q8_0.gguf", "ember", 0, 45, "stable");
+  served.leg = "served";
+  served.prefill_tok_s.reset();
+  served.ttft_ms = 120;
+  served.ready_ms = 310;
+  served.samples = R"([{"decode_tok_s": 44, "ttft_ms": 118, "ready_ms": 300}, {"decode_tok_s": 46, "ttft_ms": 125, "ready_ms": 320}])";
+  rows.push_back(served);
+  EvalRow na = Row("tiny-q8_0.gguf", "llama.cpp", 0, 0, "n/a");
+  na.leg = "served";
+  na.prefill_tok_s.reset();
+  na.decode_tok_s.reset();
+  na.n_runs = 0;
+  na.samples = R"([{"reason": "n/a: no HTTP server in the binding"}])";
+  rows.push_back(na);
   return rows;
 }
 
@@ -95,8 +112,9 @@ TEST(SampleRange, MinMaxOfOneMetric) {
 
 TEST(Report, MarkdownLinksEveryPlotAndStatesRatiosAndTags) {
   ReportFiles f = BuildReport(SampleRows(), {"/tmp/evals.sqlite", "2026-11-29T21:00:00Z", "report-plots"});
-  // direct: prefill + decode charts (no TTFT column); one per-turn chart for the cache legs.
-  ASSERT_EQ(f.svgs.size(), 3u);
+  // direct: prefill + decode charts (no TTFT column); served: TTFT, decode, start -> ready; one per-turn
+  // chart for the cache legs.
+  ASSERT_EQ(f.svgs.size(), 6u);
   for (const auto& [name, svg] : f.svgs)
     EXPECT_NE(f.markdown.find("(report-plots/" + name + ")"), std::string::npos) << name;
   EXPECT_NE(f.markdown.find("## direct leg, 2 threads, pp512 tg128"), std::string::npos);
@@ -106,7 +124,13 @@ TEST(Report, MarkdownLinksEveryPlotAndStatesRatiosAndTags) {
   const std::string& decode_svg = f.svgs[1].second;
   EXPECT_NE(decode_svg.find("ember 1.32x"), std::string::npos);            // 50 / 38
   EXPECT_NE(decode_svg.find("ratio withheld (unstable)"), std::string::npos);
-  EXPECT_NE(f.svgs[2].second.find("ember cache-cold"), std::string::npos);
+  EXPECT_NE(f.svgs[5].second.find("ember cache-cold"), std::string::npos);
+  EXPECT_NE(f.markdown.find("## served leg, 2 threads"), std::string::npos);
+  EXPECT_NE(f.markdown.find("llama.cpp: n/a: no HTTP server in the binding"), std::string::npos);
+  EXPECT_NE(f.svgs[4].first.find("ready_ms"), std::string::npos);
+  EXPECT_NE(f.svgs[4].second.find(">310<"), std::string::npos);               // the bar's label
+  EXPECT_EQ(f.svgs[3].second.find("llama.cpp"), std::string::npos);          // no bar for the n/a row
+  EXPECT_NE(f.markdown.find("| 3 | 600.0 (0/300) | 43.0 (200/300) |"), std::string::npos);
 }
 
 TEST(Report, StackKeepsItsColourWhenAlone) {
@@ -177,7 +201,7 @@ TEST(ReportRender, ChromiumDrawsEveryPlot) {
     s << in.rdbuf();
     svgs.push_back(s.str());
   }
-  ASSERT_EQ(svgs.size(), 3u);
+  ASSERT_EQ(svgs.size(), 6u);
   std::ofstream(dir / "page.html") << RenderPage(svgs);
   // No skip when chromium is missing: the render check is part of the contract (scripts/setup installs it).
   std::vector<std::string> args = ChromiumArgs(dir / "profile");

@@ -1,22 +1,24 @@
-// Starts `ember serve --fake` on an ephemeral loopback port for one test file and stops it afterwards.
-// The binary is $EMBER_BIN, else <repo>/build/ember.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+// Starts `ember serve --fake` (or `ember serve MODEL`) on an ephemeral loopback port for one test file
+// and stops it afterwards. The binary is $EMBER_BIN, else <repo>/build/ember.
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const emberBin = process.env.EMBER_BIN ?? path.resolve(here, '../../build/ember');
 
-export async function startServer(extraArgs = []) {
-  const proc = spawn(emberBin, ['serve', '--fake', '--port', '0', ...extraArgs], {
+export async function startServer(extraArgs = [], { model = null } = {}) {
+  const target = model ? [model] : ['--fake'];
+  const proc = spawn(emberBin, ['serve', ...target, '--port', '0', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
   proc.stderr.on('data', (d) => (stderr += d));
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`ember did not start: ${stderr}`)), 15000);
+    const timer = setTimeout(() => reject(new Error(`ember did not start: ${stderr}`)), 60000);
     proc.stdout.on('data', (d) => {
       stdout += d;
       const m = stdout.match(/on (http:\/\/[\d.]+:\d+)/);
@@ -66,4 +68,27 @@ export async function postJson(url, body, headers = {}) {
 
 export async function stats(url) {
   return (await fetch(`${url}/stats`)).json();
+}
+
+// A tiny random-weight model with the real Llama 3 tokenizer and chat template (`ember gen-model`): a few
+// seconds to write, milliseconds per token. Returns {path, dir, remove()}.
+export async function makeTinyModel({ layers = 2, embd = 64, heads = 2, ff = 128, ctx = 2048, seed = 7 } = {}) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ember-e2e-model-'));
+  const file = path.join(dir, 'tiny-llama3.gguf');
+  const args = ['gen-model', '--out', file, '--arch', 'llama', '--tokenizer', 'llama3', '--n-layer', String(layers),
+                '--n-embd', String(embd), '--n-head', String(heads), '--n-head-kv', String(heads),
+                '--n-ff', String(ff), '--ctx', String(ctx), '--seed', String(seed)];
+  await new Promise((resolve, reject) =>
+    execFile(emberBin, args, { timeout: 120000 }, (err, _out, errText) =>
+      err ? reject(new Error(`gen-model failed: ${err.message} ${errText}`)) : resolve()));
+  return { path: file, dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+// Whether this ember's `serve` takes a flag (the SSD tier's flags arrive in a later build).
+export function serveTakes(flag) {
+  try {
+    return execFileSync(emberBin, ['serve', '--help'], { encoding: 'utf8' }).includes(flag);
+  } catch {
+    return false;
+  }
 }

@@ -57,6 +57,7 @@ std::vector<int64_t> RandomChunks(std::mt19937& rng, int64_t total, int64_t max_
 }
 
 struct InvCase {
+  const char* name;  // the ctest name suffix (the default would print the struct's bytes, pointers included)
   const char* gen_args;
   KvDtype kv;
 };
@@ -95,10 +96,15 @@ TEST_P(BatchInvarianceTest, LogitsIndependentOfChunking) {
 INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvarianceTest,
     ::testing::Values(
-        InvCase{"--arch llama --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type q8_0 --seed 5",
+        InvCase{"llama_q8_0_kvf16", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type q8_0 --seed 5",
                 KvDtype::kF16},
-        InvCase{"--arch qwen3 --tokenizer qwen3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 1 --n-ff 96 --type f16 --seed 6",
-                KvDtype::kF32}));
+        InvCase{"qwen3_f16_kvf32", "--arch qwen3 --tokenizer qwen3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 1 --n-ff 96 --type f16 --seed 6",
+                KvDtype::kF32},
+        // gemma3: window 48 (margin 32) so 300 tokens slide well past it; layers 0, 1 local, 2 global.
+        InvCase{"gemma3_q8_0_window48", "--arch gemma3 --tokenizer llama3 --n-layer 3 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 "
+                "--sliding-window 48 --swa-pattern 3 --type q8_0 --seed 7",
+                KvDtype::kF16}),
+    [](const ::testing::TestParamInfo<InvCase>& info) { return std::string(info.param.name); });
 
 // A request served from a cached prefix (a View of a donor's state) continues bitwise like a cold run,
 // and the donor is unaffected by it.
@@ -146,6 +152,61 @@ TEST(CacheDeterminismTest, ViewContinuationEqualsColdRun) {
   VectorSink after;
   ASSERT_TRUE((*donor)->kv().Serialize(after).ok());
   EXPECT_EQ(before.bytes(), after.bytes());
+}
+
+// The same for gemma3 with window layers: a view taken where the donor's window layers still hold what
+// the trim needs continues bitwise like a cold run; a view past that point is refused (never served).
+TEST(CacheDeterminismTest, Gemma3WindowViewContinuationEqualsColdRun) {
+  const std::string dir = testutil::MakeTempDir("viewdet-gemma3");
+  const std::string model = testutil::GenModel(
+      dir, "m", "--arch gemma3 --tokenizer llama3 --n-layer 3 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 "
+                "--sliding-window 40 --swa-pattern 3 --type f16 --seed 10");
+  EngineOptions eo;
+  eo.threads = 2;
+  eo.load_tokenizer = false;
+  eo.ubatch = 32;
+  auto engine = Engine::Load(model, eo);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Engine& e = **engine;
+  ASSERT_EQ(e.kv_config().WindowMargin(40), 32);
+  const int64_t nv = e.model().config().n_vocab;
+  std::mt19937 rng(4);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 200; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(nv)));
+  GenerateOptions go;
+  go.max_tokens = 16;
+  go.sampling.temperature = 0.9f;
+  go.sampling.seed = 42;
+  go.stop_at_eog = false;
+  auto cold = e.NewSequence();
+  auto cold_gen = e.Generate(**cold, prompt, go, nullptr);
+  ASSERT_TRUE(cold_gen.ok());
+  // Donor: 170 prompt tokens + 1 other (171 positions); window layers hold from (171 - 72) / 32 * 32 = 96.
+  auto donor = e.NewSequence();
+  std::vector<int32_t> donor_tokens(prompt.begin(), prompt.begin() + 170);
+  donor_tokens.push_back(1);
+  ASSERT_TRUE(e.Prefill(**donor, donor_tokens).ok());
+  ASSERT_EQ((*donor)->kv().held_from(0), 96);
+  EXPECT_FALSE((*donor)->kv().View(135).ok());  // needs [95, 135): 95 is gone
+  VectorSink before;
+  ASSERT_TRUE((*donor)->kv().Serialize(before).ok());
+  auto view = (*donor)->kv().View(150);  // mid-block, needs [110, 150)
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  auto warm = e.NewSequence();
+  ASSERT_TRUE((*warm)->Adopt(std::move(*view), std::vector<int32_t>(prompt.begin(), prompt.begin() + 150)).ok());
+  std::vector<int32_t> rest(prompt.begin() + 150, prompt.end());
+  auto warm_gen = e.Generate(**warm, rest, go, nullptr);
+  ASSERT_TRUE(warm_gen.ok());
+  EXPECT_EQ(warm_gen->tokens, cold_gen->tokens);
+  EXPECT_EQ(std::memcmp((*warm)->last_logits(), (*cold)->last_logits(), static_cast<size_t>(nv) * 4), 0);
+  VectorSink after;
+  ASSERT_TRUE((*donor)->kv().Serialize(after).ok());
+  EXPECT_EQ(before.bytes(), after.bytes());
+  // Both sequences ended with the same window: equal KV bytes (held range included).
+  VectorSink a, b;
+  ASSERT_TRUE((*warm)->kv().Serialize(a).ok());
+  ASSERT_TRUE((*cold)->kv().Serialize(b).ok());
+  EXPECT_EQ(a.bytes(), b.bytes());
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "engine_test_util.h"
 
 namespace ember {
@@ -101,6 +104,75 @@ TEST_F(EngineTest, SameSeedSameTokensDifferentSeedDiffers) {
   };
   EXPECT_EQ(run(5), run(5));
   EXPECT_NE(run(5), run(6));
+}
+
+TEST_F(EngineTest, LogprobsMatchTeacherForcedLogits) {
+  auto e = Load();
+  ASSERT_NE(e, nullptr);
+  const std::vector<int32_t> prompt = {7, 8, 9, 10};
+  GenerateOptions go;
+  go.max_tokens = 6;
+  go.stop_at_eog = false;
+  go.sampling.temperature = 0.9f;
+  go.sampling.seed = 3;
+  go.sampling.logit_bias[11] = 2.5f;
+  go.top_logprobs = 4;
+  std::vector<int32_t> order;  // +id: on_logprobs, -id-1: on_token
+  go.on_logprobs = [&](const TokenLogprobs& lp) { order.push_back(lp.token); };
+  auto seq = e->NewSequence();
+  auto r = e->Generate(**seq, prompt, go, [&](int32_t t) { order.push_back(-t - 1); return true; });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tokens.size(), 6u);
+  ASSERT_EQ(r->logprobs.size(), 6u);
+  ASSERT_EQ(order.size(), 12u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(order[2 * i], r->tokens[i]);
+    EXPECT_EQ(order[2 * i + 1], -r->tokens[i] - 1);
+  }
+  // Teacher-forced logits of the same positions (bitwise those Generate saw: batch invariance).
+  auto ev = e->NewSequence(/*all_logits=*/true);
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), r->tokens.begin(), r->tokens.end() - 1);
+  std::vector<float> logits;
+  ASSERT_TRUE(e->Evaluate(**ev, all, 0, &logits).ok());
+  const int64_t nv = e->model().config().n_vocab;
+  for (size_t i = 0; i < 6; ++i) {
+    const TokenLogprobs& lp = r->logprobs[i];
+    EXPECT_EQ(lp.token, r->tokens[i]);
+    const float* row = logits.data() + (prompt.size() - 1 + i) * nv;
+    std::vector<double> l(row, row + nv);
+    l[11] += 2.5;
+    double mx = -INFINITY, sum = 0;
+    for (double v : l) mx = std::max(mx, v);
+    for (double v : l) sum += std::exp(v - mx);
+    const double lz = mx + std::log(sum);
+    EXPECT_NEAR(lp.logprob, l[lp.token] - lz, 2e-5);
+    ASSERT_EQ(lp.top.size(), 4u);
+    const auto best = std::max_element(l.begin(), l.end()) - l.begin();
+    EXPECT_EQ(lp.top[0].token, best);
+    for (size_t k = 0; k < 4; ++k) {
+      EXPECT_NEAR(lp.top[k].logprob, l[lp.top[k].token] - lz, 2e-5);
+      if (k > 0) {
+        EXPECT_GE(lp.top[k - 1].logprob, lp.top[k].logprob);
+      }
+    }
+    bool in_top = false;
+    for (const TokenLogprob& t : lp.top) in_top |= t.token == lp.token;
+    if (!in_top) {
+      EXPECT_LE(lp.logprob, lp.top[3].logprob);
+    }
+  }
+  // Off by default; out of range is an error.
+  GenerateOptions plain = go;
+  plain.top_logprobs = -1;
+  auto seq2 = e->NewSequence();
+  auto r2 = e->Generate(**seq2, prompt, plain, nullptr);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_TRUE(r2->logprobs.empty());
+  EXPECT_EQ(r2->tokens, r->tokens);  // asking for logprobs does not change the tokens
+  plain.top_logprobs = 21;
+  auto seq3 = e->NewSequence();
+  EXPECT_EQ(e->Generate(**seq3, prompt, plain, nullptr).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(EngineTest, ErrorsAreValues) {

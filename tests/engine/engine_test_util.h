@@ -7,7 +7,11 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace ember::testutil {
 
@@ -28,12 +32,28 @@ inline CommandResult RunCommand(const std::string& cmd) {
   return r;
 }
 
-// A fresh directory under the test temp dir, removed by the OS's tmp cleaning (tests keep files tiny).
+// Directories MakeTempDir made, removed when the test process exits: generated models are megabytes
+// each, and a suite run many times a day must not fill /tmp.
+inline std::vector<std::string>& TempDirsToRemove() {
+  static std::vector<std::string>* dirs = [] {
+    auto* v = new std::vector<std::string>();
+    std::atexit([] {
+      std::error_code ec;
+      for (const std::string& d : TempDirsToRemove()) std::filesystem::remove_all(d, ec);
+    });
+    return v;
+  }();
+  return *dirs;
+}
+
+// A fresh directory under the test temp dir, removed at process exit.
 inline std::string MakeTempDir(const std::string& tag) {
   std::string tmpl = ::testing::TempDir() + "ember-" + tag + "-XXXXXX";
   char* d = mkdtemp(tmpl.data());
   EXPECT_NE(d, nullptr);
-  return d ? std::string(d) : std::string("/tmp");
+  if (d == nullptr) return std::string("/tmp");
+  TempDirsToRemove().emplace_back(d);
+  return std::string(d);
 }
 
 inline std::string EmberBinary() { return std::string(EMBER_BINARY_DIR) + "/ember"; }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -18,6 +19,8 @@ struct Tweak {
   std::map<std::string, std::vector<uint64_t>> shape;  // tensor -> replacement ne
   std::map<std::string, GgmlType> type;      // tensor -> replacement type (must fit the shape)
   std::string arch = "llama";
+  std::map<std::string, uint32_t> u32;       // extra u32 metadata keys
+  std::map<std::string, float> f32;          // extra f32 metadata keys
 };
 
 void Add(GgufWriter& w, const Tweak& t, const std::string& name, std::vector<uint64_t> ne) {
@@ -41,6 +44,8 @@ StatusOr<std::unique_ptr<Model>> Build(const Tweak& t, std::vector<uint8_t>* byt
   w.SetU32(a + ".feed_forward_length", kFf);
   w.SetU32(a + ".context_length", 128);
   w.SetF32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  for (const auto& [k, v] : t.u32) w.SetU32(k, v);
+  for (const auto& [k, v] : t.f32) w.SetF32(k, v);
   const uint64_t hd = kEmbd / kHead;
   Add(w, t, "token_embd.weight", {kEmbd, kVocab});
   Add(w, t, "output_norm.weight", {kEmbd});
@@ -51,9 +56,13 @@ StatusOr<std::unique_ptr<Model>> Build(const Tweak& t, std::vector<uint8_t>* byt
     Add(w, t, b + "attn_k.weight", {kEmbd, hd * kHeadKv});
     Add(w, t, b + "attn_v.weight", {kEmbd, hd * kHeadKv});
     Add(w, t, b + "attn_output.weight", {kEmbd, kEmbd});
-    if (a == "qwen3") {
+    if (a == "qwen3" || a == "gemma3") {
       Add(w, t, b + "attn_q_norm.weight", {hd});
       Add(w, t, b + "attn_k_norm.weight", {hd});
+    }
+    if (a == "gemma3") {
+      Add(w, t, b + "post_attention_norm.weight", {kEmbd});
+      Add(w, t, b + "post_ffw_norm.weight", {kEmbd});
     }
     Add(w, t, b + "ffn_norm.weight", {kEmbd});
     Add(w, t, b + "ffn_gate.weight", {kEmbd, kFf});
@@ -121,6 +130,64 @@ TEST(ModelLoadTest, UnknownArchitectureAndMissingKey) {
   Tweak q;
   q.arch = "qwen2";
   ExpectError(q, StatusCode::kNotFound, "blk.0.attn_q.bias");
+}
+
+// gemma3: the local/global pattern, per-kind RoPE bases and the Gemma scales come from the metadata the
+// way llama.cpp reads them; window layers become KV window layers.
+TEST(ModelLoadTest, Gemma3ConfigAndWindowLayers) {
+  Tweak t;
+  t.arch = "gemma3";
+  t.u32["gemma3.attention.sliding_window"] = 64;
+  t.u32["gemma3.attention.sliding_window_pattern"] = 2;  // layer 0 local, layer 1 global
+  t.f32["gemma3.rope.freq_base"] = 1e6f;
+  t.f32["gemma3.rope.freq_base_swa"] = 5000.0f;
+  std::vector<uint8_t> bytes;
+  auto m = Build(t, &bytes);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.n_swa, 64);
+  EXPECT_TRUE(c.is_swa(0));
+  EXPECT_FALSE(c.is_swa(1));
+  EXPECT_EQ(c.rope_freq_base, 1e6f);
+  EXPECT_EQ(c.rope_freq_base_swa, 5000.0f);
+  EXPECT_EQ(c.rope_layout, kernels::RopeLayout::kNeox);
+  EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / std::sqrt(static_cast<float>(kEmbd / kHead)));
+  EXPECT_FLOAT_EQ(c.embd_scale, std::sqrt(static_cast<float>(kEmbd)));
+  EXPECT_EQ(c.final_logit_softcap, 0.0f);
+  ASSERT_NE((*m)->layers()[1].attn_post_norm, nullptr);
+  ASSERT_NE((*m)->layers()[1].ffn_post_norm, nullptr);
+  const KvConfig kv = (*m)->MakeKvConfig(KvDtype::kF16);
+  ASSERT_EQ(kv.kinds.size(), 2u);
+  EXPECT_EQ(kv.kinds[0].kind, StateKind::kWindow);
+  EXPECT_EQ(kv.kinds[0].window, 64);
+  EXPECT_EQ(kv.kinds[1].kind, StateKind::kFull);
+  EXPECT_EQ(kv.WindowMargin(64), 32);  // max(one block, window / 4)
+  EXPECT_TRUE(kv.Validate().ok());
+
+  // No sliding_window key: every layer global, full-attention KV; pattern defaults to 6.
+  Tweak g;
+  g.arch = "gemma3";
+  auto full = Build(g, &bytes);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ((*full)->config().n_swa, 0);
+  EXPECT_FALSE((*full)->config().is_swa(0));
+  EXPECT_TRUE((*full)->MakeKvConfig(KvDtype::kF16).kinds.empty());
+  g.u32["gemma3.attention.sliding_window"] = 16;
+  auto six = Build(g, &bytes);
+  ASSERT_TRUE(six.ok());
+  EXPECT_TRUE((*six)->config().is_swa(0) && (*six)->config().is_swa(1));  // il % 6 < 5
+  EXPECT_EQ((*six)->config().rope_freq_base_swa, 10000.0f);
+  g.f32["gemma3.final_logit_softcapping"] = 30.0f;
+  auto capped = Build(g, &bytes);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ((*capped)->config().final_logit_softcap, 30.0f);
+}
+
+TEST(ModelLoadTest, Gemma3MissingPostNormIsNamed) {
+  Tweak t;
+  t.arch = "gemma3";
+  t.skip = "blk.1.post_ffw_norm.weight";
+  ExpectError(t, StatusCode::kNotFound, "blk.1.post_ffw_norm.weight");
 }
 
 }  // namespace

@@ -69,6 +69,50 @@ TEST_F(EngineBackendTest, GeneratesAndReusesThePromptCache) {
   EXPECT_EQ(st.cache_tiers[0].tier, "ram");
 }
 
+// OpenAI logprobs through the real engine: every reported token carries its log-probability and the
+// requested alternatives, most likely first; under greedy decoding the chosen token is the top one.
+TEST_F(EngineBackendTest, ReportsLogprobsOfGeneratedTokens) {
+  ServeOptions o;
+  o.model_path = dir_->file("m.gguf");
+  o.prompt_cache_bytes = "0";
+  o.threads = 1;
+  auto backend = CreateEngineBackend(o);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  InferenceBackend& b = **backend;
+  EXPECT_EQ(b.Stats().engine, "ember-cpu");
+  auto ids = b.Tokenize("The quick brown fox", /*add_special=*/true, /*parse_special=*/false);
+  ASSERT_TRUE(ids.ok());
+  GenerationRequest req;
+  req.prompt = *ids;
+  req.max_tokens = 6;
+  req.sampling.temperature = 0;
+  req.logprobs = true;
+  req.top_logprobs = 3;
+  std::vector<TokenEvent> events;
+  GenerationResult r;
+  ASSERT_TRUE(b.Generate(req, [&](const TokenEvent& ev) { events.push_back(ev); return true; }, &r).ok());
+  ASSERT_FALSE(events.empty());
+  for (const TokenEvent& ev : events) {
+    EXPECT_LE(ev.logprob, 0.0f);
+    EXPECT_GT(ev.logprob, -100.0f);
+    ASSERT_EQ(ev.top_logprobs.size(), 3u);
+    EXPECT_EQ(ev.top_logprobs[0].id, ev.id);  // greedy picks the most likely token
+    EXPECT_FLOAT_EQ(ev.top_logprobs[0].logprob, ev.logprob);
+    EXPECT_EQ(ev.top_logprobs[0].piece, ev.piece);
+    EXPECT_GE(ev.top_logprobs[0].logprob, ev.top_logprobs[1].logprob);
+    EXPECT_GE(ev.top_logprobs[1].logprob, ev.top_logprobs[2].logprob);
+  }
+  // Without the request flag nothing is attached.
+  req.logprobs = false;
+  std::vector<TokenEvent> plain;
+  ASSERT_TRUE(b.Generate(req, [&](const TokenEvent& ev) { plain.push_back(ev); return true; }, &r).ok());
+  ASSERT_EQ(plain.size(), events.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(plain[i].id, events[i].id);
+    EXPECT_TRUE(plain[i].top_logprobs.empty());
+  }
+}
+
 TEST_F(EngineBackendTest, ReportsBadInputAsErrors) {
   ServeOptions o;
   o.model_path = dir_->file("missing.gguf");

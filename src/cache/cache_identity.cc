@@ -1,0 +1,213 @@
+#include "cache/cache_identity.h"
+
+#include <xxhash.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "coldtier/entry_format.h"
+
+namespace ember {
+namespace {
+
+std::string Hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+uint64_t ElemSize(GgufType t) {
+  switch (t) {
+    case GgufType::kU8: case GgufType::kI8: case GgufType::kBool: return 1;
+    case GgufType::kU16: case GgufType::kI16: return 2;
+    case GgufType::kU32: case GgufType::kI32: case GgufType::kF32: return 4;
+    case GgufType::kU64: case GgufType::kI64: case GgufType::kF64: return 8;
+    default: return 0;
+  }
+}
+
+// Streams typed fields into one XXH3 state, each length-prefixed so field boundaries are unambiguous.
+class Hasher {
+ public:
+  Hasher() : st_(XXH3_createState()) { XXH3_64bits_reset(st_); }
+  ~Hasher() { XXH3_freeState(st_); }
+  void Bytes(const void* p, size_t n) {
+    U64(n);
+    XXH3_64bits_update(st_, p, n);
+  }
+  void Str(std::string_view s) { Bytes(s.data(), s.size()); }
+  void U64(uint64_t v) { XXH3_64bits_update(st_, &v, sizeof v); }
+  uint64_t Digest() { return XXH3_64bits_digest(st_); }
+
+ private:
+  XXH3_state_t* st_;
+};
+
+bool AffectsNumbers(const std::string& key) {
+  if (key.rfind("tokenizer.chat_template", 0) == 0) return false;
+  if (key.rfind("general.", 0) == 0) return key == "general.architecture" || key == "general.alignment";
+  return true;
+}
+
+struct MemoKey {
+  std::string path;
+  uint64_t size = 0;
+  int64_t mtime = 0;
+};
+
+std::string MemoPath(const std::string& root) { return JoinPath(root, "weights-fingerprints"); }
+
+// One line per model: "<size> <mtime_us> <hash hex> <absolute path>".
+bool LookupMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t* out) {
+  StatusOr<std::vector<uint8_t>> raw = env.ReadFile(MemoPath(root));
+  if (!raw.ok()) return false;
+  std::istringstream in(std::string(raw->begin(), raw->end()));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    uint64_t size = 0;
+    int64_t mtime = 0;
+    std::string hex, path;
+    if (!(ls >> size >> mtime >> hex) || !std::getline(ls >> std::ws, path)) continue;
+    if (path == k.path && size == k.size && mtime == k.mtime && hex.size() == 16) {
+      *out = std::stoull(hex, nullptr, 16);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Rewrites the memo with this model's line replacing any older one for the same path (atomic rename).
+void StoreMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t hash) {
+  std::string text;
+  if (StatusOr<std::vector<uint8_t>> raw = env.ReadFile(MemoPath(root)); raw.ok()) {
+    std::istringstream in(std::string(raw->begin(), raw->end()));
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream ls(line);
+      uint64_t size;
+      int64_t mtime;
+      std::string hex, path;
+      if ((ls >> size >> mtime >> hex) && std::getline(ls >> std::ws, path) && path != k.path) text += line + "\n";
+    }
+  }
+  text += std::to_string(k.size) + " " + std::to_string(k.mtime) + " " + Hex64(hash) + " " + k.path + "\n";
+  const std::string tmp = MemoPath(root) + ".tmp";
+  if (env.CreateDirs(root).ok()) {
+    auto f = env.NewWritableFile(tmp);
+    if (f.ok() && (*f)->Append(text.data(), text.size()).ok() && (*f)->Sync().ok() && (*f)->Close().ok() &&
+        env.Rename(tmp, MemoPath(root)).ok()) {
+      (void)env.SyncDir(root);
+      return;
+    }
+    (void)env.RemoveFile(tmp);
+  }
+}
+
+}  // namespace
+
+uint64_t HashWeights(const GgufFile& gguf) {
+  Hasher h;
+  for (const GgufTensorInfo& t : gguf.tensors()) {
+    h.Str(t.name);
+    h.U64(static_cast<uint64_t>(t.type));
+    for (uint64_t d : t.ne) h.U64(d);
+    h.Bytes(t.data, t.n_bytes);
+  }
+  return h.Digest();
+}
+
+uint64_t HashNumericMetadata(const GgufFile& gguf) {
+  Hasher h;
+  for (const auto& [key, v] : gguf.metadata()) {
+    if (!AffectsNumbers(key)) continue;
+    h.Str(key);
+    h.U64(static_cast<uint64_t>(v.type));
+    h.U64(v.u);
+    h.U64(static_cast<uint64_t>(v.i));
+    uint64_t fbits;
+    static_assert(sizeof(fbits) == sizeof(v.f));
+    std::memcpy(&fbits, &v.f, sizeof fbits);
+    h.U64(fbits);
+    h.Str(v.str);
+    h.U64(static_cast<uint64_t>(v.elem_type));
+    h.U64(v.count);
+    if (v.elems != nullptr) h.Bytes(v.elems, v.count * ElemSize(v.elem_type));
+    for (std::string_view s : v.strings) h.Str(s);
+  }
+  return h.Digest();
+}
+
+uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf) {
+  MemoKey k;
+  std::error_code ec;
+  k.path = std::filesystem::absolute(model_path, ec).lexically_normal().string();
+  if (ec) k.path = model_path;
+  StatusOr<uint64_t> size = env.FileSize(model_path);
+  StatusOr<int64_t> mtime = env.GetMtimeMicros(model_path);
+  const bool keyed = size.ok() && mtime.ok() && *size == gguf.file_size();
+  if (keyed) {
+    k.size = *size;
+    k.mtime = *mtime;
+    uint64_t memo = 0;
+    if (LookupMemo(env, root, k, &memo)) return memo;
+  }
+  const uint64_t hash = HashWeights(gguf);
+  if (keyed) StoreMemo(env, root, k, hash);
+  return hash;
+}
+
+CacheIdentity ComputeCacheIdentity(Env& env, const std::string& root, const std::string& model_path,
+                                   const GgufFile& gguf, const KvConfig& kv) {
+  CacheIdentity id;
+  id.weights = WeightsFingerprint(env, root, model_path, gguf);
+  id.metadata = HashNumericMetadata(gguf);
+  Hasher h;
+  h.U64(id.weights);
+  h.U64(id.metadata);
+  for (int64_t v : {int64_t{kv.n_layer}, int64_t{kv.n_kv_head}, int64_t{kv.head_dim_k}, int64_t{kv.head_dim_v},
+                    int64_t{kv.block_size}, int64_t(kv.dtype)}) {
+    h.U64(static_cast<uint64_t>(v));
+  }
+  for (const LayerStateSpec& s : kv.kinds) {
+    h.U64(static_cast<uint64_t>(s.kind));
+    h.U64(static_cast<uint64_t>(s.window));
+  }
+  h.U64(kEntryFormatVersion);
+  h.U64(kNumericsVersion);
+  std::string arch = "model";
+  if (StatusOr<std::string> a = gguf.Str("general.architecture"); a.ok() && !a->empty()) arch = *a;
+  for (char& c : arch) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+  }
+  id.dir_name = arch + "-" + Hex64(h.Digest());
+  nlohmann::ordered_json j = {{"model_path", model_path},
+                              {"architecture", arch},
+                              {"weights_xxh3", Hex64(id.weights)},
+                              {"metadata_xxh3", Hex64(id.metadata)},
+                              {"kv_dtype", KvDtypeName(kv.dtype)},
+                              {"kv_block_size", kv.block_size},
+                              {"n_layer", kv.n_layer},
+                              {"entry_format_version", kEntryFormatVersion},
+                              {"numerics_version", kNumericsVersion}};
+  id.description = j.dump(2) + "\n";
+  return id;
+}
+
+void WriteIdentityFile(Env& env, const std::string& root, const CacheIdentity& id) {
+  const std::string dir = JoinPath(root, id.dir_name);
+  const std::string tmp = JoinPath(dir, "identity.json.tmp");
+  if (!env.CreateDirs(dir).ok()) return;
+  auto f = env.NewWritableFile(tmp);
+  if (f.ok() && (*f)->Append(id.description.data(), id.description.size()).ok() && (*f)->Sync().ok() &&
+      (*f)->Close().ok() && env.Rename(tmp, JoinPath(dir, "identity.json")).ok()) {
+    (void)env.SyncDir(dir);
+    return;
+  }
+  (void)env.RemoveFile(tmp);
+}
+
+}  // namespace ember

@@ -1,0 +1,322 @@
+#include "cache/ssd_bench.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cache/cached_session.h"
+#include "cache/tiered_cache.h"
+#include "coldtier/cold_store.h"
+#include "coldtier/write_queue.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<int32_t> Ids(int64_t n, uint32_t seed, int32_t n_vocab) {
+  const uint32_t range = static_cast<uint32_t>(std::max(1, std::min(n_vocab - 200, 20000)));
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint32_t x = seed * 2654435761u + 777u;
+  for (auto& id : ids) {
+    x = x * 1664525u + 1013904223u;
+    id = 100 + static_cast<int32_t>((x >> 8) % range);
+  }
+  return ids;
+}
+
+SessionRequest Req(std::vector<int32_t> prompt, int64_t max_tokens) {
+  SessionRequest r;
+  r.prompt = std::move(prompt);
+  r.generate.max_tokens = max_tokens;
+  r.generate.sampling.temperature = 0;
+  r.generate.stop_at_eog = false;
+  return r;
+}
+
+// Asks the kernel to drop the clean cached pages of every file under dir, so the next read comes from
+// the device (a benchmark-only measure; a server never does this).
+void DropPageCache(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (!e.is_regular_file()) continue;
+    int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    (void)::fdatasync(fd);
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+// PosixEnv without fsync: only for *creating* the scan benchmark's 10,000 files quickly. Never serves.
+class NoSyncEnv final : public Env {
+ public:
+  class File final : public WritableFile {
+   public:
+    explicit File(std::unique_ptr<WritableFile> f) : f_(std::move(f)) {}
+    Status Append(const void* d, size_t n) override { return f_->Append(d, n); }
+    Status Sync() override { return Status::Ok(); }
+    Status Close() override { return f_->Close(); }
+    std::unique_ptr<WritableFile> f_;
+  };
+  Env& p = *PosixEnv::Default();
+  StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    EMBER_ASSIGN_OR_RETURN(auto f, p.NewWritableFile(path));
+    return std::unique_ptr<WritableFile>(new File(std::move(f)));
+  }
+  StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) override { return p.ReadFile(path); }
+  Status ReadRange(const std::string& path, uint64_t o, size_t n, void* out) override { return p.ReadRange(path, o, n, out); }
+  StatusOr<uint64_t> FileSize(const std::string& path) override { return p.FileSize(path); }
+  Status Rename(const std::string& a, const std::string& b) override { return p.Rename(a, b); }
+  Status SyncDir(const std::string&) override { return Status::Ok(); }
+  Status RemoveFile(const std::string& path) override { return p.RemoveFile(path); }
+  Status CreateDirs(const std::string& dir) override { return p.CreateDirs(dir); }
+  bool DirExists(const std::string& dir) override { return p.DirExists(dir); }
+  StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) override { return p.GetChildren(dir); }
+  StatusOr<int64_t> GetMtimeMicros(const std::string& path) override { return p.GetMtimeMicros(path); }
+  Status SetMtimeMicros(const std::string& path, int64_t us) override { return p.SetMtimeMicros(path, us); }
+  int64_t NowMicros() override { return p.NowMicros(); }
+};
+
+// A committed state of n positions (contents irrelevant to throughput: left as allocated).
+StatusOr<KvState> Synthetic(const KvConfig& c, int64_t n) {
+  EMBER_ASSIGN_OR_RETURN(KvState s, KvState::Create(c));
+  EMBER_RETURN_IF_ERROR(s.Reserve(n));
+  s.Commit(n);
+  return s;
+}
+
+KvConfig BigConfig() {
+  KvConfig c;
+  c.n_layer = 8;
+  c.n_kv_head = 8;
+  c.head_dim_k = 128;
+  c.head_dim_v = 128;
+  c.dtype = KvDtype::kF16;
+  c.block_size = 32;
+  return c;  // 32 KiB per position
+}
+
+Status BenchRestart(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) {
+  const std::string root = o.dir + "/restart";
+  const int32_t n_vocab = static_cast<int32_t>(engine.model().config().n_vocab);
+  const std::vector<int32_t> prompt = Ids(o.prefix_tokens, 42, n_vocab);
+  TieredCacheOptions to;
+  to.ram_bytes = size_t{16} << 30;
+  to.root = root;
+  to.identity = "bench";
+  to.kv = engine.kv_config();
+  to.demote_idle_s = 0;
+  {
+    EMBER_ASSIGN_OR_RETURN(auto tiers, TieredCache::Open(to));
+    CachedSession s(engine, tiers.get());
+    EMBER_RETURN_IF_ERROR(s.Generate(Req(prompt, 1), nullptr).status());
+    const auto t0 = Clock::now();
+    EMBER_RETURN_IF_ERROR(tiers->Flush());
+    r->flush_s = Since(t0);
+    r->entry_bytes = tiers->stats().bytes;
+  }
+  DropPageCache(root);
+  const auto t0 = Clock::now();
+  EMBER_ASSIGN_OR_RETURN(auto tiers, TieredCache::Open(to));
+  r->reopen_s = Since(t0);
+  CachedSession s(engine, tiers.get());
+  EMBER_ASSIGN_OR_RETURN(SessionResult warm, s.Generate(Req(prompt, 1), nullptr));
+  r->prefix_tokens = o.prefix_tokens;
+  r->cached_tokens = warm.cached_tokens;
+  r->ttft_restore_s = warm.ttft_s;
+  r->restore_s = warm.restore_ms / 1000;
+  r->restart_tier = warm.tier;
+  CachedSession off(engine, static_cast<PromptCache*>(nullptr));
+  EMBER_ASSIGN_OR_RETURN(SessionResult cold, off.Generate(Req(prompt, 1), nullptr));
+  r->ttft_recompute_s = cold.ttft_s;
+  return Status::Ok();
+}
+
+Status BenchScan(const SsdBenchOptions& o, SsdBenchResult* r) {
+  const std::string root = o.dir + "/scan";
+  KvConfig c;
+  c.n_layer = 2;
+  c.n_kv_head = 1;
+  c.head_dim_k = 8;
+  c.head_dim_v = 8;
+  c.dtype = KvDtype::kF16;
+  c.block_size = 16;
+  ColdStoreOptions so{root, "bench", c, 0, true};
+  {
+    NoSyncEnv fast;
+    EMBER_ASSIGN_OR_RETURN(auto store, ColdStore::Open(fast, so));
+    EMBER_ASSIGN_OR_RETURN(KvState st, Synthetic(c, 256));
+    for (int i = static_cast<int>(store->entries()); i < o.scan_entries; ++i) {
+      std::vector<int32_t> tokens = Ids(256, static_cast<uint32_t>(i), 30000);
+      tokens[0] = i;  // distinct first tokens: no entry is a prefix of another (nothing superseded)
+      EMBER_RETURN_IF_ERROR(store->Put(i % 4 == 0 ? "tenant" : "", tokens, st));
+    }
+  }
+  DropPageCache(root);
+  auto t0 = Clock::now();
+  EMBER_ASSIGN_OR_RETURN(auto cold, ColdStore::Open(*PosixEnv::Default(), so));
+  r->scan_cold_s = Since(t0);
+  t0 = Clock::now();
+  EMBER_ASSIGN_OR_RETURN(auto warm, ColdStore::Open(*PosixEnv::Default(), so));
+  r->scan_warm_s = Since(t0);
+  r->scan_entries = static_cast<int>(warm->entries());
+  return Status::Ok();
+}
+
+Status BenchRead(const SsdBenchOptions& o, SsdBenchResult* r) {
+  const std::string root = o.dir + "/read";
+  Env& env = *PosixEnv::Default();
+  EMBER_RETURN_IF_ERROR(env.CreateDirs(root));
+  const KvConfig c = BigConfig();
+  const int64_t positions = std::max<int64_t>(1, o.read_bytes / static_cast<int64_t>(c.block_bytes() / c.block_size));
+  ColdStoreOptions so{root, "bench", c, 0, true};
+  std::vector<int32_t> tokens = Ids(positions, 9, 30000);
+  {
+    EMBER_ASSIGN_OR_RETURN(auto store, ColdStore::Open(env, so));
+    EMBER_ASSIGN_OR_RETURN(KvState st, Synthetic(c, positions));
+    EMBER_RETURN_IF_ERROR(store->Put("", tokens, st));
+    r->read_bytes = store->bytes();
+  }
+  // A plain file of the same size, read sequentially in 1 MiB pieces.
+  const std::string plain = root + "/plain.bin";
+  {
+    EMBER_ASSIGN_OR_RETURN(auto f, env.NewWritableFile(plain));
+    std::vector<uint8_t> chunk(1 << 20, 0x5a);
+    for (uint64_t done = 0; done < r->read_bytes; done += chunk.size()) EMBER_RETURN_IF_ERROR(f->Append(chunk.data(), chunk.size()));
+    EMBER_RETURN_IF_ERROR(f->Sync());
+    EMBER_RETURN_IF_ERROR(f->Close());
+  }
+  DropPageCache(root);
+  {
+    std::vector<uint8_t> buf(1 << 20);
+    EMBER_ASSIGN_OR_RETURN(uint64_t size, env.FileSize(plain));
+    const auto t0 = Clock::now();
+    for (uint64_t off = 0; off < size; off += buf.size()) {
+      EMBER_RETURN_IF_ERROR(env.ReadRange(plain, off, std::min<uint64_t>(buf.size(), size - off), buf.data()));
+    }
+    r->seq_read_gbps = static_cast<double>(size) / Since(t0) / 1e9;
+  }
+  (void)env.RemoveFile(plain);
+  for (bool verify : {true, false}) {
+    DropPageCache(root);
+    so.verify_tensors = verify;
+    EMBER_ASSIGN_OR_RETURN(auto store, ColdStore::Open(env, so));
+    tokens.push_back(1);
+    auto m = store->Find(tokens, "");
+    tokens.pop_back();
+    if (!m) return Internal("ssd bench: the read entry is not indexed");
+    const auto t0 = Clock::now();
+    EMBER_RETURN_IF_ERROR(store->Restore(*m).status());
+    (verify ? r->restore_gbps : r->restore_noverify_gbps) = static_cast<double>(m->bytes) / Since(t0) / 1e9;
+  }
+  return Status::Ok();
+}
+
+StatusOr<double> DecodeRate(Engine& engine, const std::vector<int32_t>& prompt, int64_t n) {
+  CachedSession off(engine, static_cast<PromptCache*>(nullptr));
+  EMBER_ASSIGN_OR_RETURN(SessionResult r, off.Generate(Req(prompt, n), nullptr));
+  return r.gen.decode_s > 0 ? static_cast<double>(r.gen.decode_tokens) / r.gen.decode_s : 0.0;
+}
+
+Status BenchDecode(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) {
+  const std::vector<int32_t> prompt = Ids(64, 5, static_cast<int32_t>(engine.model().config().n_vocab));
+  EMBER_ASSIGN_OR_RETURN(double idle1, DecodeRate(engine, prompt, o.decode_tokens));
+  // Keep the serial writer busy with 32 MiB spill writes (real fsyncs) for the whole generation.
+  const std::string root = o.dir + "/decode";
+  const KvConfig c = BigConfig();
+  EMBER_ASSIGN_OR_RETURN(auto store, ColdStore::Open(*PosixEnv::Default(), ColdStoreOptions{root, "bench", c, 256ull << 20, true}));
+  EMBER_ASSIGN_OR_RETURN(KvState st, Synthetic(c, 1024));
+  WriteQueue queue(1ull << 30);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> written{0};
+  std::thread pusher([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      if (queue.stats().queued_jobs >= 2) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      WriteJob j;
+      j.kind = "spill";
+      j.bytes = st.bytes();
+      j.run = [&, i] {
+        std::vector<int32_t> t = Ids(1024, static_cast<uint32_t>(i), 30000);
+        Status s = store->Put("", t, st);
+        if (s.ok()) written += st.bytes();
+        return s;
+      };
+      queue.Push(std::move(j));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the writer is mid-flight
+  StatusOr<double> busy = [&] {
+    // As CachedSession does for a request: queued writes wait (bounded by max_defer) while we decode.
+    WriteQueue::Foreground fg(&queue);
+    return DecodeRate(engine, prompt, o.decode_tokens);
+  }();
+  stop = true;
+  pusher.join();
+  queue.Stop();
+  EMBER_RETURN_IF_ERROR(busy.status());
+  EMBER_ASSIGN_OR_RETURN(double idle2, DecodeRate(engine, prompt, o.decode_tokens));
+  r->decode_idle_tps = (idle1 + idle2) / 2;
+  r->decode_busy_tps = *busy;
+  r->busy_bytes_written = written.load();
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<SsdBenchResult> RunSsdBench(Engine& engine, const SsdBenchOptions& o) {
+  if (o.dir.empty()) return InvalidArgument("ssd bench: a scratch directory is required");
+  std::error_code ec;
+  fs::create_directories(o.dir, ec);
+  SsdBenchResult r;
+  if (o.restart) EMBER_RETURN_IF_ERROR(BenchRestart(engine, o, &r).WithContext("restart"));
+  if (o.scan) EMBER_RETURN_IF_ERROR(BenchScan(o, &r).WithContext("scan"));
+  if (o.read) EMBER_RETURN_IF_ERROR(BenchRead(o, &r).WithContext("read"));
+  if (o.decode) EMBER_RETURN_IF_ERROR(BenchDecode(engine, o, &r).WithContext("decode"));
+  for (const char* sub : {"restart", "scan", "read", "decode"}) fs::remove_all(fs::path(o.dir) / sub, ec);
+  return r;
+}
+
+void PrintSsdBench(const SsdBenchResult& r, const SsdBenchOptions& o, std::ostream& out) {
+  char line[512];
+  if (o.restart) {
+    std::snprintf(line, sizeof line,
+                  "restart: %lld-token prefix, entry %.1f MiB; flush %.3f s; reopen %.3f s; after restart cached %lld "
+                  "(%s): TTFT %.3f s (restore %.3f s) vs re-prefill %.3f s (%.1fx)\n",
+                  static_cast<long long>(r.prefix_tokens), r.entry_bytes / 1048576.0, r.flush_s, r.reopen_s,
+                  static_cast<long long>(r.cached_tokens), r.restart_tier.c_str(), r.ttft_restore_s, r.restore_s,
+                  r.ttft_recompute_s, r.ttft_restore_s > 0 ? r.ttft_recompute_s / r.ttft_restore_s : 0);
+    out << line;
+  }
+  if (o.scan) {
+    std::snprintf(line, sizeof line, "scan: %d entries: %.3f s page cache dropped, %.3f s warm\n", r.scan_entries,
+                  r.scan_cold_s, r.scan_warm_s);
+    out << line;
+  }
+  if (o.read) {
+    std::snprintf(line, sizeof line,
+                  "read: %.1f MiB: sequential read %.2f GB/s; restore %.2f GB/s verified, %.2f GB/s unverified\n",
+                  r.read_bytes / 1048576.0, r.seq_read_gbps, r.restore_gbps, r.restore_noverify_gbps);
+    out << line;
+  }
+  if (o.decode) {
+    std::snprintf(line, sizeof line, "decode: %.2f tok/s idle, %.2f tok/s while the write queue drains (%.1f%% slower; %.1f MiB written)\n",
+                  r.decode_idle_tps, r.decode_busy_tps,
+                  r.decode_idle_tps > 0 ? 100.0 * (1 - r.decode_busy_tps / r.decode_idle_tps) : 0,
+                  r.busy_bytes_written / 1048576.0);
+    out << line;
+  }
+}
+
+}  // namespace ember

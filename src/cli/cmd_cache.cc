@@ -1,0 +1,320 @@
+// `ember cache ls|inspect|verify|gc`: look after the SSD prompt cache (docs/coldtier.md) without a server.
+// Everything goes through the cold tier's Env seam and entry-file readers, so the tool sees exactly what
+// a server would: a file these readers reject is one a server would delete at startup.
+// The hidden `ember cache _crash-writer DIR` is the victim process of scripts/cache-crash-loop.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_options.h"
+#include "cache/ssd_paths.h"
+#include "cli/command.h"
+#include "coldtier/crash_writer.h"
+#include "coldtier/entry_file.h"
+#include "coldtier/entry_format.h"
+#include "coldtier/env.h"
+
+namespace ember::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+struct FileRef {
+  std::string identity;
+  std::string path;
+  bool temp = false;
+  uint64_t bytes = 0;
+  int64_t mtime_us = 0;
+};
+
+// Every entry and temp file under <root>/<identity>/<ns>/ (the layout of docs/coldtier.md).
+std::vector<FileRef> Walk(Env& env, const std::string& root, std::vector<std::string>* identities) {
+  std::vector<FileRef> out;
+  auto ids = env.GetChildren(root);
+  if (!ids.ok()) return out;
+  std::sort(ids->begin(), ids->end());
+  for (const std::string& id : *ids) {
+    const std::string id_dir = JoinPath(root, id);
+    if (!env.DirExists(id_dir)) continue;
+    if (identities) identities->push_back(id);
+    auto nss = env.GetChildren(id_dir);
+    if (!nss.ok()) continue;
+    for (const std::string& ns : *nss) {
+      const std::string ns_dir = JoinPath(id_dir, ns);
+      if (!env.DirExists(ns_dir)) continue;
+      auto names = env.GetChildren(ns_dir);
+      if (!names.ok()) continue;
+      for (const std::string& name : *names) {
+        FileRef f;
+        f.identity = id;
+        f.path = JoinPath(ns_dir, name);
+        f.temp = EndsWith(name, kTempExtension);
+        if (!f.temp && !EndsWith(name, kEntryExtension)) continue;
+        f.bytes = env.FileSize(f.path).ok() ? *env.FileSize(f.path) : 0;
+        f.mtime_us = env.GetMtimeMicros(f.path).ok() ? *env.GetMtimeMicros(f.path) : 0;
+        out.push_back(std::move(f));
+      }
+    }
+  }
+  return out;
+}
+
+std::string Age(int64_t mtime_us) {
+  const double s = static_cast<double>(std::time(nullptr)) - static_cast<double>(mtime_us) / 1e6;
+  char buf[32];
+  if (s < 120) std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 7200) std::snprintf(buf, sizeof buf, "%.0fm", s / 60);
+  else if (s < 172800) std::snprintf(buf, sizeof buf, "%.0fh", s / 3600);
+  else std::snprintf(buf, sizeof buf, "%.0fd", s / 86400);
+  return buf;
+}
+
+ordered_json HeaderJson(const EntryHeader& h) {
+  std::vector<int32_t> head(h.tokens.begin(), h.tokens.begin() + std::min<size_t>(h.tokens.size(), 16));
+  ordered_json layers = ordered_json::array();
+  for (size_t l = 0; l < h.config.kinds.size(); ++l) {
+    layers.push_back({{"kind", StateKindName(h.config.kinds[l].kind)}, {"window", h.config.kinds[l].window},
+                      {"min_reusable_offset", l < h.min_reusable_offset.size() ? h.min_reusable_offset[l] : 0}});
+  }
+  ordered_json tensors = ordered_json::array();
+  for (const TensorRef& t : h.tensors) {
+    tensors.push_back({{"name", t.name}, {"offset", t.offset}, {"size", t.size}, {"chunk_size", t.chunk_size},
+                       {"chunks", t.chunk_checksums.size()}});
+  }
+  return {{"identity", h.identity}, {"namespace", h.ns}, {"n_tokens", h.tokens.size()}, {"first_tokens", head},
+          {"kv", {{"n_layer", h.config.n_layer}, {"n_kv_head", h.config.n_kv_head}, {"head_dim_k", h.config.head_dim_k},
+                  {"head_dim_v", h.config.head_dim_v}, {"block_size", h.config.block_size},
+                  {"dtype", KvDtypeName(h.config.dtype)}, {"layers", layers}}},
+          {"data_offset", h.data_offset}, {"file_size", h.file_size}, {"tensors", tensors}};
+}
+
+int Ls(const std::string& root, bool json, bool entries) {
+  Env& env = *PosixEnv::Default();
+  std::vector<std::string> ids;
+  std::vector<FileRef> files = Walk(env, root, &ids);
+  ordered_json out = {{"dir", root}, {"identities", ordered_json::array()}};
+  for (const std::string& id : ids) {
+    ordered_json j = {{"identity", id}, {"entries", 0}, {"bytes", 0}, {"temp_files", 0}};
+    if (auto raw = env.ReadFile(JoinPath(JoinPath(root, id), "identity.json")); raw.ok()) {
+      ordered_json d = ordered_json::parse(std::string(raw->begin(), raw->end()), nullptr, false);
+      if (!d.is_discarded()) j["about"] = d;
+    }
+    ordered_json list = ordered_json::array();
+    for (const FileRef& f : files) {
+      if (f.identity != id) continue;
+      if (f.temp) {
+        j["temp_files"] = j["temp_files"].get<int>() + 1;
+        continue;
+      }
+      j["entries"] = j["entries"].get<int>() + 1;
+      j["bytes"] = j["bytes"].get<uint64_t>() + f.bytes;
+      if (!entries) continue;
+      ordered_json e = {{"path", f.path}, {"bytes", f.bytes}, {"mtime_us", f.mtime_us}};
+      if (auto h = ReadHeader(env, f.path); h.ok()) {
+        e["namespace"] = h->ns;
+        e["n_tokens"] = h->tokens.size();
+      } else {
+        e["error"] = h.status().ToString();
+      }
+      list.push_back(std::move(e));
+    }
+    if (entries) j["files"] = std::move(list);
+    out["identities"].push_back(std::move(j));
+  }
+  if (json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s\n", root.c_str());
+  if (ids.empty()) std::printf("  (no cache directories)\n");
+  for (const ordered_json& j : out["identities"]) {
+    std::string about;
+    if (j.contains("about")) {
+      about = "  " + j["about"].value("model_path", std::string("?")) + ", kv " + j["about"].value("kv_dtype", std::string("?"));
+    }
+    std::printf("  %-40s %6d entries %12s%s%s\n", j["identity"].get<std::string>().c_str(), j["entries"].get<int>(),
+                FormatBytes(j["bytes"].get<uint64_t>()).c_str(), about.c_str(),
+                j["temp_files"].get<int>() ? "  (temp files left over: run `ember cache gc`)" : "");
+    if (!entries) continue;
+    for (const ordered_json& e : j["files"]) {
+      std::printf("    %s  %s  %s tokens  %s old\n", e["path"].get<std::string>().c_str(),
+                  FormatBytes(e["bytes"].get<uint64_t>()).c_str(),
+                  e.contains("n_tokens") ? std::to_string(e["n_tokens"].get<size_t>()).c_str() : "?",
+                  Age(e["mtime_us"].get<int64_t>()).c_str());
+    }
+  }
+  return 0;
+}
+
+int Inspect(const std::string& file, bool json, bool verify) {
+  Env& env = *PosixEnv::Default();
+  StatusOr<EntryHeader> h = ReadHeader(env, file);
+  if (!h.ok()) {
+    std::fprintf(stderr, "ember cache inspect: %s\n", h.status().ToString().c_str());
+    return 1;
+  }
+  ordered_json j = HeaderJson(*h);
+  Status data = Status::Ok();
+  if (verify) data = ReadEntry(env, file, /*verify_tensors=*/true).status();
+  if (verify) j["data"] = data.ok() ? "ok" : data.ToString();
+  if (json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s\n  identity   %s\n  namespace  %s\n  tokens     %zu\n  kv         %d layers x %d heads, dims %d/%d, %s, "
+                "block %d\n  file       %s (data at %llu)\n",
+                file.c_str(), h->identity.c_str(), h->ns.empty() ? "(default)" : h->ns.c_str(), h->tokens.size(),
+                h->config.n_layer, h->config.n_kv_head, h->config.head_dim_k, h->config.head_dim_v,
+                KvDtypeName(h->config.dtype), h->config.block_size, FormatBytes(h->file_size).c_str(),
+                static_cast<unsigned long long>(h->data_offset));
+    for (const TensorRef& t : h->tensors) {
+      std::printf("  tensor     %s: %s at %llu, %zu checksummed chunks\n", t.name.c_str(), FormatBytes(t.size).c_str(),
+                  static_cast<unsigned long long>(t.offset), t.chunk_checksums.size());
+    }
+    if (verify) std::printf("  data       %s\n", data.ok() ? "checksums ok" : data.ToString().c_str());
+  }
+  return data.ok() ? 0 : 1;
+}
+
+// Verifies every entry file of every identity (header, checksums, that it sits in its identity's dir).
+int Verify(const std::string& root, bool remove) {
+  Env& env = *PosixEnv::Default();
+  int ok = 0, bad = 0;
+  for (const FileRef& f : Walk(env, root, nullptr)) {
+    if (f.temp) continue;
+    StatusOr<LoadedEntry> e = ReadEntry(env, f.path, /*verify_tensors=*/true);
+    Status st = e.status();
+    if (st.ok() && e->header.identity != f.identity) st = Corrupt(f.path + ": identity does not match its directory");
+    if (st.ok()) {
+      ++ok;
+      continue;
+    }
+    ++bad;
+    std::printf("BAD  %s\n", st.ToString().c_str());
+    if (remove && env.RemoveFile(f.path).ok()) std::printf("     deleted\n");
+  }
+  std::printf("%d entries ok, %d bad%s\n", ok, bad, bad && !remove ? " (--delete removes them)" : "");
+  return bad == 0 || remove ? 0 : 1;
+}
+
+// Removes temp files and entries whose header does not verify; then, with a byte limit, the oldest
+// entries (by mtime, which a restore touches) across all identities until the total fits.
+int Gc(const std::string& root, const std::string& max_bytes_text, bool dry_run) {
+  Env& env = *PosixEnv::Default();
+  uint64_t max_bytes = 0;
+  if (!max_bytes_text.empty()) {
+    StatusOr<size_t> b = ParseByteSize(max_bytes_text);
+    if (!b.ok()) {
+      std::fprintf(stderr, "ember cache gc: %s\n", b.status().ToString().c_str());
+      return 2;
+    }
+    max_bytes = *b;
+  }
+  auto remove = [&](const std::string& path, const char* why) {
+    std::printf("%s %s (%s)\n", dry_run ? "would delete" : "delete", path.c_str(), why);
+    if (!dry_run) (void)env.RemoveFile(path);
+  };
+  std::vector<FileRef> kept;
+  uint64_t total = 0;
+  for (const FileRef& f : Walk(env, root, nullptr)) {
+    if (f.temp) {
+      remove(f.path, "temp file of an interrupted write");
+    } else if (!ReadHeader(env, f.path).ok()) {
+      remove(f.path, "corrupt header");
+    } else {
+      kept.push_back(f);
+      total += f.bytes;
+    }
+  }
+  std::sort(kept.begin(), kept.end(), [](const FileRef& a, const FileRef& b) { return a.mtime_us < b.mtime_us; });
+  for (size_t i = 0; max_bytes > 0 && total > max_bytes && i < kept.size(); ++i) {
+    remove(kept[i].path, "oldest, over --max-bytes");
+    total -= kept[i].bytes;
+  }
+  std::printf("%s now holds %s\n", root.c_str(), FormatBytes(total).c_str());
+  return 0;
+}
+
+void SetupCache(CLI::App& app, std::function<void(int)> set_exit) {
+  CLI::App* cmd = app.add_subcommand("cache", "Inspect and maintain the SSD prompt cache");
+  cmd->footer(
+      "The SSD cache keeps one file per cached prefix under DIR/<identity>/<namespace>/, where <identity>\n"
+      "hashes the model's weights, tokenizer, KV dtype and format versions: entries are only ever reused by\n"
+      "the exact model that wrote them. A running `ember serve` owns its identity directory; `gc` and\n"
+      "`verify --delete` are safe against crashed writes but should not race a server's own cap eviction.");
+  cmd->require_subcommand(1);
+  auto dir = std::make_shared<std::string>(DefaultSsdCacheDir());
+  auto json = std::make_shared<bool>(false);
+  auto entries = std::make_shared<bool>(false);
+  auto file = std::make_shared<std::string>();
+  auto verify = std::make_shared<bool>(false);
+  auto remove = std::make_shared<bool>(false);
+  auto max_bytes = std::make_shared<std::string>();
+  auto dry_run = std::make_shared<bool>(false);
+  auto seed = std::make_shared<uint64_t>(1);
+  auto cap = std::make_shared<std::string>("4M");
+
+  CLI::App* ls = cmd->add_subcommand("ls", "List cache directories (one per model identity) with entry counts and sizes");
+  ls->add_option("--dir", *dir, "Cache directory")->capture_default_str();
+  ls->add_flag("--json", *json, "Machine-readable output");
+  ls->add_flag("--entries", *entries, "Also list every entry file (namespace, tokens, size, age)");
+  ls->callback([=] { set_exit(Ls(*dir, *json, *entries)); });
+
+  CLI::App* inspect = cmd->add_subcommand("inspect", "Show one entry file's header (and check its data with --verify)");
+  inspect->add_option("FILE", *file, "An .entry file")->required();
+  inspect->add_flag("--json", *json, "Machine-readable output");
+  inspect->add_flag("--verify", *verify, "Also read the tensor data and check its checksums");
+  inspect->callback([=] { set_exit(Inspect(*file, *json, *verify)); });
+
+  CLI::App* ver = cmd->add_subcommand("verify", "Check every entry's header and data checksums (exit 1 if any is bad)");
+  ver->add_option("--dir", *dir, "Cache directory")->capture_default_str();
+  ver->add_flag("--delete", *remove, "Delete bad entries");
+  ver->callback([=] { set_exit(Verify(*dir, *remove)); });
+
+  CLI::App* gc = cmd->add_subcommand("gc", "Delete leftover temp files and corrupt entries; with --max-bytes, oldest entries too");
+  gc->add_option("--dir", *dir, "Cache directory")->capture_default_str();
+  gc->add_option("--max-bytes", *max_bytes, "Keep at most this much, e.g. 20G (oldest entries go first)");
+  gc->add_flag("--dry-run", *dry_run, "Only print what would be deleted");
+  gc->callback([=] { set_exit(Gc(*dir, *max_bytes, *dry_run)); });
+
+  CLI::App* crash = cmd->add_subcommand("_crash-writer", "Test harness: write entries to DIR until killed");
+  crash->group("");  // hidden
+  crash->add_option("DIR", *file, "Directory")->required();
+  crash->add_option("--seed", *seed, "Token-choice seed");
+  crash->add_option("--cap", *cap, "Disk cap of the harness store");
+  crash->callback([=] {
+    StatusOr<size_t> c = ParseByteSize(*cap);
+    Status st = c.ok() ? RunCrashWriter(*file, *seed, *c) : c.status();
+    std::fprintf(stderr, "ember cache _crash-writer: %s\n", st.ToString().c_str());
+    set_exit(1);
+  });
+
+  CLI::App* check = cmd->add_subcommand("_crash-check", "Test harness: check DIR after a killed _crash-writer");
+  check->group("");
+  check->add_option("DIR", *file, "Directory")->required();
+  check->add_option("--cap", *cap, "Disk cap of the harness store");
+  check->callback([=] {
+    StatusOr<size_t> c = ParseByteSize(*cap);
+    StatusOr<CrashCheck> r = c.ok() ? VerifyCrashDir(*PosixEnv::Default(), *file, *c) : StatusOr<CrashCheck>(c.status());
+    if (!r.ok()) {
+      std::printf("FAIL %s\n", r.status().ToString().c_str());
+      set_exit(1);
+      return;
+    }
+    std::printf("ok entries=%llu temp_deleted=%llu\n", static_cast<unsigned long long>(r->entries),
+                static_cast<unsigned long long>(r->temp_deleted));
+    set_exit(0);
+  });
+}
+
+}  // namespace
+
+EMBER_REGISTER_COMMAND("cache", SetupCache);
+
+}  // namespace ember::cli

@@ -1,0 +1,129 @@
+// The cold tier's one serial, byte-capped background writer (spec/cache.md §4.6). Spills, idle
+// demotions, write-behind snapshots and pressure-relief writes all go through it, so disk writes never
+// run on a generation thread and never overlap each other (ColdStore has one writer).
+//
+//   Push(job)       queues a job; while the bytes of queued (unstarted) ordinary jobs exceed the cap,
+//                   the oldest unstarted one is dropped (counted; its `done` gets kResourceExhausted).
+//                   A drop is a future cache miss, never a wrong answer. An urgent job (pressure relief,
+//                   whose caller waits for it) goes to the front and is never dropped.
+//   WaitFor(t)      blocks until every job with a ticket <= t has finished (ran or dropped).
+//   BeginForeground()/EndForeground() (or a Foreground guard) mark generation in progress (a counter).
+//                   While it is non-zero the worker does not *start* an ordinary job — it waits, up to
+//                   max_defer from when that job became the head of the queue, so writes end up
+//                   bounded-late, never starved. Nice 10 alone is not enough: on a 2-core machine the
+//                   engine uses both cores and every serialize/checksum cycle is taken from decode.
+//                   Never deferred: urgent jobs, and anything while a WaitFor is pending (a caller waits
+//                   for the disk either way). A job already running is not interrupted.
+//   Stop()          drops every unstarted job (done gets kFailedPrecondition), finishes the running one,
+//                   joins. It never waits for foreground work to end.
+//
+// A job is two closures: `run` does the write on the worker thread and returns its Status; `done`
+// (optional) is called right after on the worker thread with that Status — or with the drop status,
+// on the pushing thread, when the job is dropped. Neither may call back into the queue's WaitFor.
+//
+// The worker thread runs at nice 10 so that serializing, checksumming and writing yield to generation.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "util/status.h"
+
+namespace ember {
+
+struct WriteJob {
+  std::string kind;     // "spill", "demote", "write_behind", "relief" (counted per kind)
+  uint64_t bytes = 0;   // what the job holds in memory until it runs (charged against the cap)
+  bool urgent = false;  // front of the queue, never dropped (a caller is waiting on it)
+  std::function<Status()> run;
+  std::function<void(const Status&)> done;
+};
+
+struct WriteQueueStats {
+  uint64_t queued_jobs = 0;     // not started yet
+  uint64_t queued_bytes = 0;
+  bool running = false;
+  uint64_t pushed = 0, completed = 0, failed = 0, dropped = 0;
+};
+
+class WriteQueue {
+ public:
+  // RAII foreground marker: Begin on construction, End on destruction. A null queue makes it a no-op.
+  class Foreground {
+   public:
+    Foreground() = default;
+    explicit Foreground(WriteQueue* q) : q_(q) {
+      if (q_ != nullptr) q_->BeginForeground();
+    }
+    Foreground(Foreground&& o) noexcept : q_(o.q_) { o.q_ = nullptr; }
+    Foreground& operator=(Foreground&& o) noexcept {
+      if (this != &o) {
+        if (q_ != nullptr) q_->EndForeground();
+        q_ = o.q_;
+        o.q_ = nullptr;
+      }
+      return *this;
+    }
+    ~Foreground() {
+      if (q_ != nullptr) q_->EndForeground();
+    }
+
+   private:
+    WriteQueue* q_ = nullptr;
+  };
+
+  // max_defer: the longest an ordinary job at the head of the queue waits for foreground work to end.
+  explicit WriteQueue(uint64_t cap_bytes, std::chrono::milliseconds max_defer = std::chrono::seconds(5));
+  ~WriteQueue();  // Stop()
+  WriteQueue(const WriteQueue&) = delete;
+  WriteQueue& operator=(const WriteQueue&) = delete;
+
+  // Returns the job's ticket (for WaitFor). After Stop() the job is dropped at once.
+  uint64_t Push(WriteJob job);
+  // The ticket of the last job pushed (0 if none).
+  uint64_t last_ticket() const;
+  // True once every job with ticket <= t has finished; false if the deadline passed first.
+  bool WaitFor(uint64_t t, std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  void Stop();
+  // Generation in progress (nests; every Begin needs one End). See the comment at the top.
+  void BeginForeground();
+  void EndForeground();
+
+  WriteQueueStats stats() const;
+  uint64_t cap_bytes() const { return cap_; }
+
+ private:
+  struct Item {
+    uint64_t ticket;
+    WriteJob job;
+  };
+  void Worker();
+  void FinishLocked(uint64_t ticket);
+  // The head job may wait for foreground work to end (not urgent, nobody waiting in WaitFor).
+  bool DeferrableLocked() const;
+
+  const uint64_t cap_;
+  const std::chrono::milliseconds max_defer_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // worker: a job arrived or stop
+  std::condition_variable done_cv_;  // waiters: a job finished
+  std::deque<Item> queue_;
+  std::set<uint64_t> unfinished_;    // tickets queued or running
+  uint64_t next_ticket_ = 1;
+  WriteQueueStats st_;
+  bool stopping_ = false;
+  int foreground_ = 0;  // Begin/EndForeground nesting count
+  int waiters_ = 0;     // threads inside WaitFor
+  std::thread worker_;  // last: it starts in the constructor and reads the members above
+};
+
+}  // namespace ember

@@ -1,0 +1,47 @@
+// Per-block pieces of one attention head (model/attention.cc), fused and inlined so that the per-key
+// work is one call per KV block instead of two per key. Bitwise identical to the primitives of ops.h
+// they replace, in the same order:
+//   AttnScores*  : sc[j] = Dot*(k_j, q) * scale   (DotF16F16 with q already rounded to fp16 / DotF32)
+//   AttnAccum    : out[i] = fma(p[j], f32(v_j[i]), out[i]) for j ascending (AxpyF16 / AxpyF32)
+// so a result never depends on how keys are split into blocks or calls (batch invariance).
+#pragma once
+
+#include <cstdint>
+
+namespace ember::kernels {
+
+// Prepared query of one head: q16 = fp16(q) (RoundToF16) and qf[i] = f32(q16[i]), hd elements each.
+void AttnPrepareQueryF16(const float* q, int hd, uint16_t* q16, float* qf);
+
+// sc[j] = DotF16F16(k + j*hd, q16, hd) * scale for j in [0, n); k is fp16 [n][hd]. qf from
+// AttnPrepareQueryF16.
+void AttnScoresF16(const uint16_t* k, const uint16_t* q16, const float* qf, int hd, int64_t n, float scale,
+                   float* sc);
+// sc[j] = DotF32(k + j*hd, q, hd) * scale for j in [0, n); k is f32 [n][hd].
+void AttnScoresF32(const float* k, const float* q, int hd, int64_t n, float scale, float* sc);
+
+// For j = 0 .. n-1 in order: AxpyF16(p[j], v + j*hv, out, hv) / AxpyF32(p[j], v + j*hv, out, hv).
+void AttnAccumF16(const float* p, const uint16_t* v, int hv, int64_t n, float* out);
+void AttnAccumF32(const float* p, const float* v, int hv, int64_t n, float* out);
+
+// One kv head's keys and values, stored in blocks of block_size positions: block(ctx, v, b) returns
+// block b's [block_size][head_dim_k] keys (v = false) or [block_size][head_dim_v] values (v = true),
+// f16 or f32 per `f16`, for every block AttendHead touches.
+struct AttnKvHead {
+  int head_dim_k = 0;
+  int head_dim_v = 0;
+  int64_t block_size = 0;
+  bool f16 = true;
+  const void* ctx = nullptr;
+  const uint8_t* (*block)(const void* ctx, bool v, int64_t b) = nullptr;
+};
+
+// One query head q [head_dim_k] at position n_keys - 1 against keys [k0, n_keys) in position order:
+// scores = (k_j · q) * scale, Softmax, out [head_dim_v] = Σ_j p_j v_j — with an F16 cache q and p
+// rounded to fp16 first (ops.h). Bitwise the same as doing it key by key with RoundToF16, DotF16F16 /
+// DotF32, Softmax, RoundToF16 and AxpyF16 / AxpyF32. Scratch: scores [n_keys - k0] floats, half
+// [head_dim_k + n_keys - k0] halves.
+void AttendHead(const AttnKvHead& kv, const float* q, int64_t k0, int64_t n_keys, float scale, float* scores,
+                uint16_t* half, float* out);
+
+}  // namespace ember::kernels

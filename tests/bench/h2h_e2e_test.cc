@@ -1,0 +1,182 @@
+// `ember h2h` end to end on a tiny generated model (a few MB, milliseconds per token), N = 2 rounds: the
+// real binary, the real llama.cpp peer (node + node-llama-cpp), a real eval DB. It checks the plumbing
+// and the rows' contents, never a speed.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/eval_db.h"
+#include "bench/served_bench.h"
+#include "bench/subprocess.h"
+
+namespace ember::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kEmber = std::string(EMBER_BINARY_DIR) + "/ember";
+
+class H2hEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::path(::testing::TempDir()) / ("h2h_e2e_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    model_ = (dir_ / "tiny-llama3.gguf").string();
+    auto r = RunProcess({kEmber, "gen-model", "--out", model_, "--n-layer", "2", "--n-embd", "64", "--n-head", "2",
+                         "--n-head-kv", "2", "--n-ff", "128", "--ctx", "1024", "--seed", "3"},
+                        300);
+    gen_ok_ = r.ok() && r->exit_code == 0;
+    gen_err_ = r.ok() ? r->err : r.status().ToString();
+    // Every stack runs the same thread count. A `serve` without --threads runs its engine's default, so
+    // the whole test uses that.
+    if (gen_ok_ && !ProbeServeFlags(kEmber).threads) {
+      auto server = ServerProcess::Start({kEmber, model_, 0, {}, 120});
+      if (server.ok()) {
+        threads_ = (*server)->EngineThreads().value_or(1);
+        (void)(*server)->Stop(30);
+      }
+    }
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kEmber)) << kEmber << " is not built (build the `ember` target first)";
+    ASSERT_TRUE(gen_ok_) << gen_err_;
+  }
+
+  // Runs `ember h2h` with the common small shape; returns its JSON summary.
+  nlohmann::json H2h(const std::vector<std::string>& more, const std::string& db, int* exit_code) {
+    std::vector<std::string> argv = {kEmber, "h2h", model_, "--db", db, "--threads", std::to_string(threads_), "--pp", "32", "--tg", "8",
+                                     "--rounds", "2", "--turns", "3", "--turn-tokens", "4", "--no-preflight", "--json"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    auto r = RunProcess(argv, 900);
+    EXPECT_TRUE(r.ok());
+    if (!r.ok()) return {};
+    *exit_code = r->exit_code;
+    nlohmann::json j = nlohmann::json::parse(r->out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r->out << r->err;
+    if (*exit_code != 0) ADD_FAILURE() << r->out << "\n" << r->err.substr(r->err.size() > 4000 ? r->err.size() - 4000 : 0);
+    return j;
+  }
+
+  static std::vector<EvalRow> Rows(const std::string& db, const std::string& leg, const std::string& stack) {
+    auto d = EvalDb::Open(db);
+    EXPECT_TRUE(d.ok());
+    EvalFilter f;
+    f.leg = leg;
+    f.stack = stack;
+    auto rows = (*d)->List(f);
+    EXPECT_TRUE(rows.ok());
+    return rows.ok() ? *rows : std::vector<EvalRow>{};
+  }
+
+  static inline fs::path dir_;
+  static inline std::string model_;
+  static inline bool gen_ok_ = false;
+  static inline int threads_ = 1;
+  static inline std::string gen_err_;
+};
+
+TEST_F(H2hEndToEnd, DirectAndServedLegsBothStacksResumable) {
+  const std::string db = (dir_ / "direct_served.sqlite").string();
+  int rc = -1;
+  nlohmann::json s = H2h({"--legs", "direct,served"}, db, &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(s["stored"], 3);   // direct x 2 stacks, served x ember
+  EXPECT_EQ(s["skipped"], 1);  // served x llama.cpp: n/a
+  EXPECT_EQ(s["failed"], 0);
+
+  auto ember_direct = Rows(db, "direct", "ember");
+  auto peer_direct = Rows(db, "direct", "llama.cpp");
+  ASSERT_EQ(ember_direct.size(), 1u);
+  ASSERT_EQ(peer_direct.size(), 1u);
+  for (const EvalRow* r : {&ember_direct[0], &peer_direct[0]}) {
+    EXPECT_GT(r->decode_tok_s.value_or(0), 0) << r->stack;
+    EXPECT_GT(r->prefill_tok_s.value_or(0), 0) << r->stack;
+    EXPECT_GE(r->n_runs.value_or(0), 2) << r->stack;
+    EXPECT_EQ(r->prompt_tokens, 32);
+    EXPECT_EQ(r->threads, threads_);
+  }
+  EXPECT_EQ(peer_direct[0].stack_version, "3.21.1");
+  EXPECT_EQ(ember_direct[0].model_hash, peer_direct[0].model_hash);
+
+  auto served = Rows(db, "served", "ember");
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_GT(served[0].ready_ms.value_or(0), 0);
+  EXPECT_GT(served[0].ttft_ms.value_or(0), 0);
+  EXPECT_GT(served[0].decode_tok_s.value_or(0), 0);
+  auto samples = nlohmann::json::parse(served[0].samples);
+  ASSERT_GE(samples.size(), 2u);
+  EXPECT_EQ(samples[0]["raw"]["completion_tokens"], 9);  // tg + 1: the first token comes out of prefill
+  EXPECT_EQ(samples[0]["raw"]["prompt_tokens"], 32);
+  auto na = Rows(db, "served", "llama.cpp");
+  ASSERT_EQ(na.size(), 1u);
+  EXPECT_EQ(na[0].tag, "n/a");
+  EXPECT_NE(na[0].samples.find("HTTP server"), std::string::npos);
+
+  // Resumable: a second run measures nothing.
+  nlohmann::json again = H2h({"--legs", "direct,served"}, db, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(again["stored"], 0);
+  EXPECT_EQ(again["skipped"], 4);
+
+  // And the report renders every leg.
+  const std::string md = (dir_ / "report.md").string();
+  auto rep = RunProcess({kEmber, "report", "--db", db, "--out", md}, 120);
+  ASSERT_TRUE(rep.ok());
+  ASSERT_EQ(rep->exit_code, 0) << rep->err;
+  std::ifstream in(md);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("## served leg"), std::string::npos);
+  EXPECT_NE(text.find("n/a: node-llama-cpp has no HTTP server"), std::string::npos);
+}
+
+TEST_F(H2hEndToEnd, CacheLegsPerTurnRows) {
+  const std::string db = (dir_ / "cache.sqlite").string();
+  int rc = -1;
+  // ember: all three cache legs; the peer: the warm leg (its restore leg costs a node start per turn).
+  nlohmann::json s = H2h({"--stacks", "ember", "--legs", "cache-warm,cache-cold,cache-restore"}, db, &rc);
+  ASSERT_EQ(rc, 0);
+  nlohmann::json p = H2h({"--stacks", "llama.cpp", "--legs", "cache-warm"}, db, &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(p["stored"], 1);
+
+  for (const char* stack : {"ember", "llama.cpp"}) {
+    auto warm = Rows(db, "cache-warm", stack);
+    ASSERT_EQ(warm.size(), 3u) << stack;  // one row per turn
+    for (size_t k = 0; k < warm.size(); ++k) {
+      EXPECT_EQ(warm[k].turn, static_cast<int64_t>(k + 1));
+      EXPECT_GT(warm[k].ttft_ms.value_or(0), 0);
+      if (k > 0) {
+        EXPECT_GT(warm[k].prompt_tokens.value_or(0), warm[k - 1].prompt_tokens.value_or(0));
+        EXPECT_GT(warm[k].cached_tokens.value_or(0), 0) << stack << " turn " << k + 1 << " reused nothing";
+      }
+    }
+  }
+  // Both stacks were fed the same conversation ids.
+  EXPECT_EQ(Rows(db, "cache-warm", "ember")[2].prompt_tokens, Rows(db, "cache-warm", "llama.cpp")[2].prompt_tokens);
+
+  auto cold = Rows(db, "cache-cold", "ember");
+  ASSERT_EQ(cold.size(), 3u);
+  for (const auto& r : cold) EXPECT_EQ(r.cached_tokens, 0) << "turn " << *r.turn;
+
+  auto restore = Rows(db, "cache-restore", "ember");
+  if (!ProbeServeFlags(kEmber).ssd_cache) {
+    EXPECT_TRUE(restore.empty());
+    bool said = false;
+    for (const auto& c : s["cells"])
+      said |= c["leg"] == "cache-restore" && c["status"].get<std::string>().find("no ssd tier") != std::string::npos;
+    EXPECT_TRUE(said) << s.dump();
+  } else {
+    ASSERT_EQ(restore.size(), 3u);
+    EXPECT_GT(restore[2].cached_tokens.value_or(0), 0) << "the last turn after a restart restored nothing";
+  }
+}
+
+}  // namespace
+}  // namespace ember::bench

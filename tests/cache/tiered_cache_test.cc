@@ -1,0 +1,254 @@
+// RAM + SSD composition (spec §4.5-4.10) over an in-memory FaultInjectionEnv and a fake clock:
+// write-behind debounce, spill, strictly-longer rule, idle demotion after durability, pressure relief,
+// flush durability across a power cut, restore failures, disk full, restore-or-recompute.
+#include "cache/tiered_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "cache/kv_entry_state.h"
+#include "coldtier/fault_env.h"
+#include "coldtier/test_state.h"
+
+namespace ember {
+namespace {
+
+using coldtier_test::Bytes;
+using coldtier_test::MakeState;
+using coldtier_test::SmallConfig;
+using coldtier_test::Tokens;
+
+constexpr int64_t kSecond = 1'000'000;
+
+class TieredCacheTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<TieredCache> Open(size_t ram_bytes = 1 << 20, double demote_idle_s = 0) {
+    TieredCacheOptions o;
+    o.ram_bytes = ram_bytes;
+    o.env = &env_;
+    o.root = "/ssd";
+    o.identity = "model-a";
+    o.kv = SmallConfig();
+    o.demote_idle_s = demote_idle_s;
+    o.background = false;
+    o.now_us = [this] { return now_; };
+    auto t = TieredCache::Open(std::move(o));
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? std::move(t).value() : nullptr;
+  }
+  static std::unique_ptr<EntryState> State(int64_t n, int tag) {
+    return std::make_unique<KvEntryState>(MakeState(n, tag));
+  }
+  static size_t EntryBytes(int64_t n) { return MakeState(n, 0).bytes(); }
+  size_t EntryFiles() {
+    size_t n = 0;
+    for (const std::string& f : env_.AllFiles()) n += f.size() > 6 && f.substr(f.size() - 6) == ".entry";
+    return n;
+  }
+  FaultInjectionEnv env_;
+  int64_t now_ = 100 * kSecond;
+};
+
+TEST_F(TieredCacheTest, WriteBehindPersistsAfterTheDebounceOnlyWhatIsStillInRam) {
+  auto t = Open();
+  ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
+  t->Tick();
+  EXPECT_EQ(EntryFiles(), 0u);  // not due yet
+  now_ += kSecond / 2;
+  ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());  // a re-insert restarts the debounce
+  now_ += kSecond * 3 / 4;
+  t->Tick();
+  EXPECT_EQ(t->stats().write_behind_queued, 0u);
+  now_ += kSecond / 2;
+  t->Tick();
+  EXPECT_EQ(t->stats().write_behind_queued, 1u);
+  // An entry superseded before its debounce ends is not written: the longer one serves it.
+  ASSERT_TRUE(t->Insert(Tokens(4, 500), State(4, 2), "").ok());
+  ASSERT_TRUE(t->Insert(Tokens(6, 500), State(6, 2), "").ok());
+  now_ += 2 * kSecond;
+  t->Tick();
+  ASSERT_TRUE(t->Flush().ok());
+  EXPECT_EQ(EntryFiles(), 2u);
+  const TieredStats s = t->stats();
+  EXPECT_EQ(s.entries, 2u);
+  EXPECT_GT(s.last_flush_unix_s, 0);
+}
+
+TEST_F(TieredCacheTest, FlushedEntriesSurviveAPowerCutAndAreRestoredBitwise) {
+  {
+    auto t = Open();
+    ASSERT_TRUE(t->Insert(Tokens(10), State(10, 3), "ns").ok());
+    ASSERT_TRUE(t->Flush().ok());  // pending write-behinds are written by the flush itself
+  }
+  env_.PowerLoss();
+  auto t = Open();
+  EXPECT_EQ(t->stats().entries, 1u);
+  ColdLookup c = t->LookupCold(Tokens(12), "ns", 0);
+  ASSERT_EQ(c.decision, "restore");
+  ASSERT_TRUE(c.state.has_value());
+  EXPECT_EQ(c.p, 10);
+  EXPECT_EQ(Bytes(*c.state), Bytes(MakeState(10, 3)));
+  EXPECT_EQ(t->stats().tokens_served, 10u);
+  EXPECT_EQ(t->stats().restore_ms.count, 1u);
+  // Another namespace never sees it.
+  EXPECT_EQ(t->LookupCold(Tokens(12), "other", 0).decision, "none");
+}
+
+TEST_F(TieredCacheTest, ColdEntryIsUsedOnlyIfStrictlyLongerThanTheRamCandidate) {
+  auto t = Open();
+  ASSERT_TRUE(t->Insert(Tokens(10), State(10, 3), "").ok());
+  ASSERT_TRUE(t->Flush().ok());
+  EXPECT_EQ(t->LookupCold(Tokens(12), "", 10).decision, "none");  // equal: RAM wins
+  ColdLookup c = t->LookupCold(Tokens(12), "", 9);
+  EXPECT_EQ(c.decision, "restore");
+  EXPECT_EQ(c.p, 10);
+  // The usable prefix rule: an exact repeat is served as P[:-1].
+  ColdLookup exact = t->LookupCold(Tokens(10), "", 0);
+  EXPECT_EQ(exact.p, 9);
+  ASSERT_TRUE(exact.state.has_value());
+  EXPECT_EQ(exact.state->n_pos(), 9);
+}
+
+TEST_F(TieredCacheTest, RamEvictionSpillsToSsd) {
+  auto t = Open(EntryBytes(8) + EntryBytes(8) / 2);  // room for one entry
+  ASSERT_TRUE(t->Insert(Tokens(8, 100), State(8, 1), "").ok());
+  ASSERT_TRUE(t->Insert(Tokens(8, 300), State(8, 2), "").ok());  // evicts the first: spilled
+  EXPECT_EQ(t->ram().stats().entries, 1u);
+  EXPECT_EQ(t->stats().spills_queued, 1u);
+  ASSERT_TRUE(t->Flush().ok());
+  ColdLookup c = t->LookupCold(Tokens(9, 100), "", 0);
+  ASSERT_TRUE(c.state.has_value());
+  EXPECT_EQ(Bytes(*c.state), Bytes(MakeState(8, 1)));
+}
+
+TEST_F(TieredCacheTest, IdleDemotionLeavesRamOnlyAfterTheFileIsDurable) {
+  auto t = Open(1 << 20, /*demote_idle_s=*/300);
+  ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
+  now_ += 299 * kSecond;
+  t->Tick();  // write-behind queued (due after 1 s) but not idle long enough
+  ASSERT_TRUE(t->Flush().ok());
+  EXPECT_EQ(t->ram().stats().entries, 1u);
+  // A second entry that never reached disk: its demotion write fails, so it must stay in RAM.
+  ASSERT_TRUE(t->Insert(Tokens(8, 700), State(8, 2), "").ok());
+  now_ += 2 * kSecond;  // past its debounce, but the debounced write fails too
+  env_.set_sync_error(true);
+  now_ += 400 * kSecond;
+  t->Tick();
+  (void)t->Flush();
+  EXPECT_EQ(t->stats().demotions, 1u);  // the durable one left RAM
+  EXPECT_EQ(t->ram().stats().entries, 1u);
+  ASSERT_TRUE(t->ram().FindExact(Tokens(8, 700), "") != nullptr);
+  env_.set_sync_error(false);
+  t->Tick();
+  ASSERT_TRUE(t->Flush().ok());
+  EXPECT_EQ(t->stats().demotions, 2u);
+  EXPECT_EQ(t->ram().stats().entries, 0u);
+  EXPECT_EQ(EntryFiles(), 2u);
+}
+
+TEST_F(TieredCacheTest, AnEntryUsedAfterItWasFoundIdleStaysInRam) {
+  auto t = Open(1 << 20, 10);
+  ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
+  ASSERT_TRUE(t->Flush().ok());
+  now_ += 20 * kSecond;
+  ASSERT_EQ(t->ram().IdleSince(now_ - 10 * kSecond).size(), 1u);
+  ASSERT_TRUE(t->ram().Lookup(Tokens(9), "").ok());  // used again
+  t->Tick();
+  EXPECT_EQ(t->ram().stats().entries, 1u);
+  EXPECT_EQ(t->stats().demotions, 0u);
+}
+
+TEST_F(TieredCacheTest, PressureReliefWritesAndFreesLruEntriesUntilThePrefillFits) {
+  const size_t e = EntryBytes(8);
+  auto t = Open(3 * e);
+  ASSERT_TRUE(t->Insert(Tokens(8, 100), State(8, 1), "").ok());
+  ASSERT_TRUE(t->Insert(Tokens(8, 300), State(8, 2), "").ok());
+  ASSERT_TRUE(t->Insert(Tokens(8, 500), State(8, 3), "").ok());
+  ASSERT_TRUE(t->RelieveFor(e).ok());  // one entry's worth must go: the least recently used
+  EXPECT_EQ(t->ram().stats().entries, 2u);
+  EXPECT_EQ(t->stats().relief_writes, 1u);
+  EXPECT_EQ(t->stats().relief_freed, 1u);
+  EXPECT_EQ(t->ram().FindExact(Tokens(8, 100), ""), nullptr);
+  EXPECT_EQ(EntryFiles(), 1u);  // written synchronously: durable before it left RAM
+  // A failing write stops relief and the entry stays resident.
+  env_.set_write_budget(0);
+  EXPECT_FALSE(t->RelieveFor(3 * e).ok());
+  EXPECT_EQ(t->ram().stats().entries, 2u);
+  EXPECT_EQ(t->stats().relief_failures, 1u);
+}
+
+TEST_F(TieredCacheTest, DiskFullIsCountedAndEverythingElseKeepsWorking) {
+  auto t = Open();
+  env_.set_write_budget(0);
+  ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
+  EXPECT_FALSE(t->Flush().ok());  // the flush says it could not make the entry durable
+  const TieredStats s = t->stats();
+  EXPECT_EQ(s.store.no_space, 1u);
+  EXPECT_EQ(s.entries, 0u);
+  EXPECT_EQ(t->LookupCold(Tokens(9), "", 0).decision, "none");
+  auto hit = t->ram().Lookup(Tokens(9), "");  // RAM still serves
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->p, 8);
+  env_.clear_write_budget();
+  ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
+  EXPECT_TRUE(t->Flush().ok());
+  EXPECT_EQ(EntryFiles(), 1u);
+}
+
+TEST_F(TieredCacheTest, CorruptDataIsDetectedDeletedCountedAndTheLookupFallsBack) {
+  {
+    auto t = Open();
+    ASSERT_TRUE(t->Insert(Tokens(10), State(10, 3), "").ok());
+    ASSERT_TRUE(t->Flush().ok());
+  }
+  std::string file;
+  for (const std::string& f : env_.AllFiles()) {
+    if (f.size() > 6 && f.substr(f.size() - 6) == ".entry") file = f;
+  }
+  ASSERT_FALSE(file.empty());
+  ASSERT_TRUE(env_.FlipByte(file, *env_.FileSize(file) - 3).ok());  // tensor data: the header still verifies
+  auto t = Open();
+  EXPECT_EQ(t->stats().entries, 1u);
+  ColdLookup c = t->LookupCold(Tokens(12), "", 0);
+  EXPECT_EQ(c.decision, "failed");
+  EXPECT_FALSE(c.state.has_value());
+  EXPECT_EQ(t->stats().store.restore_failures, 1u);
+  EXPECT_EQ(EntryFiles(), 0u);
+  EXPECT_EQ(t->LookupCold(Tokens(12), "", 0).decision, "none");
+}
+
+TEST_F(TieredCacheTest, RecomputeIsChosenWhenMeasuredCheaperAndCounted) {
+  auto t = Open();
+  ASSERT_TRUE(t->Insert(Tokens(10), State(10, 3), "").ok());
+  ASSERT_TRUE(t->Flush().ok());
+  // No measurements: restore (which measures the read bandwidth).
+  EXPECT_EQ(t->LookupCold(Tokens(12), "", 0).decision, "restore");
+  ASSERT_GT(t->stats().read_bytes_per_s, 0);
+  // A prefill rate no disk can beat: recomputing 10 tokens is estimated cheaper than reading the file.
+  t->NotePrefill(1'000'000'000'000, 1e-6);
+  ColdLookup c = t->LookupCold(Tokens(12), "", 0);
+  EXPECT_EQ(c.decision, "recompute");
+  EXPECT_FALSE(c.state.has_value());
+  // A very slow prefill: restore again.
+  for (int i = 0; i < 200; ++i) t->NotePrefill(32, 1e6);  // the EWMA forgets the fast sample
+  EXPECT_EQ(t->LookupCold(Tokens(12), "", 0).decision, "restore");
+  const TieredStats s = t->stats();
+  EXPECT_EQ(s.restore_chosen, 2u);
+  EXPECT_EQ(s.recompute_chosen, 1u);
+}
+
+TEST_F(TieredCacheTest, WithoutAColdTierItIsThePlainRamCache) {
+  TieredCacheOptions o;
+  o.ram_bytes = 1 << 20;
+  auto t = TieredCache::Open(std::move(o));
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE((*t)->cold_enabled());
+  ASSERT_TRUE((*t)->Insert(Tokens(8), State(8, 1), "").ok());
+  EXPECT_EQ((*t)->LookupCold(Tokens(9), "", 0).decision, "none");
+  EXPECT_TRUE((*t)->Flush().ok());
+  EXPECT_TRUE((*t)->RelieveFor(1ull << 40).ok());
+  EXPECT_EQ((*t)->ram().stats().entries, 1u);  // no cold tier: relief never drops data
+  EXPECT_TRUE(env_.AllFiles().empty());
+}
+
+}  // namespace
+}  // namespace ember
