@@ -8,7 +8,6 @@
 #include "cache/kv_entry_state.h"
 
 namespace ember {
-namespace {
 
 std::vector<int32_t> SyntheticIds(int64_t n, uint32_t seed, int32_t n_vocab) {
   const uint32_t range = static_cast<uint32_t>(std::max(1, std::min(n_vocab - 200, 20000)));
@@ -29,6 +28,8 @@ SessionRequest BenchRequest(std::vector<int32_t> prompt, int64_t max_tokens) {
   r.generate.stop_at_eog = false;  // every turn generates the same count, cache on or off
   return r;
 }
+
+namespace {
 
 // Times the prefill of prompt[cached, L) on a sequence that already holds prompt[0, cached).
 StatusOr<double> TimeNewTokensAlone(Engine& engine, PromptCache& cache, const std::vector<int32_t>& prompt,

@@ -17,6 +17,7 @@
 #include <ostream>
 #include <vector>
 
+#include "cache/cached_session.h"
 #include "engine/engine.h"
 #include "util/status.h"
 
@@ -39,6 +40,12 @@ struct CacheBenchTurn {
   double decode_tok_s = 0;     // decode rate of the cache-on run
   uint64_t cow_bytes_copied = 0;
 };
+
+// Deterministic pseudo-random ids in [100, 100 + min(n_vocab - 200, 20000)): content-free prompts for
+// cache benchmarks that need no tokenizer.
+std::vector<int32_t> SyntheticIds(int64_t n, uint32_t seed, int32_t n_vocab);
+// A greedy request generating exactly max_tokens (no end-of-generation stop), cache on or off alike.
+SessionRequest BenchRequest(std::vector<int32_t> prompt, int64_t max_tokens);
 
 StatusOr<std::vector<CacheBenchTurn>> RunCacheBench(Engine& engine, const CacheBenchOptions& options);
 

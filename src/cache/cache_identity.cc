@@ -11,25 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "coldtier/entry_format.h"
+#include "util/hex.h"
 
 namespace ember {
 namespace {
-
-std::string Hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-uint64_t ElemSize(GgufType t) {
-  switch (t) {
-    case GgufType::kU8: case GgufType::kI8: case GgufType::kBool: return 1;
-    case GgufType::kU16: case GgufType::kI16: return 2;
-    case GgufType::kU32: case GgufType::kI32: case GgufType::kF32: return 4;
-    case GgufType::kU64: case GgufType::kI64: case GgufType::kF64: return 8;
-    default: return 0;
-  }
-}
 
 // Streams typed fields into one XXH3 state, each length-prefixed so field boundaries are unambiguous.
 class Hasher {
@@ -135,7 +120,7 @@ uint64_t HashNumericMetadata(const GgufFile& gguf) {
     h.Str(v.str);
     h.U64(static_cast<uint64_t>(v.elem_type));
     h.U64(v.count);
-    if (v.elems != nullptr) h.Bytes(v.elems, v.count * ElemSize(v.elem_type));
+    if (v.elems != nullptr) h.Bytes(v.elems, v.count * GgufScalarSize(v.elem_type));
     for (std::string_view s : v.strings) h.Str(s);
   }
   return h.Digest();

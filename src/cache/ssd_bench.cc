@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cache/cache_bench.h"
 #include "cache/cached_session.h"
 #include "cache/tiered_cache.h"
 #include "coldtier/cold_store.h"
@@ -21,26 +22,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::vector<int32_t> Ids(int64_t n, uint32_t seed, int32_t n_vocab) {
-  const uint32_t range = static_cast<uint32_t>(std::max(1, std::min(n_vocab - 200, 20000)));
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  uint32_t x = seed * 2654435761u + 777u;
-  for (auto& id : ids) {
-    x = x * 1664525u + 1013904223u;
-    id = 100 + static_cast<int32_t>((x >> 8) % range);
-  }
-  return ids;
-}
-
-SessionRequest Req(std::vector<int32_t> prompt, int64_t max_tokens) {
-  SessionRequest r;
-  r.prompt = std::move(prompt);
-  r.generate.max_tokens = max_tokens;
-  r.generate.sampling.temperature = 0;
-  r.generate.stop_at_eog = false;
-  return r;
-}
 
 // Asks the kernel to drop the clean cached pages of every file under dir, so the next read comes from
 // the device (a benchmark-only measure; a server never does this).
@@ -108,7 +89,7 @@ KvConfig BigConfig() {
 Status BenchRestart(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) {
   const std::string root = o.dir + "/restart";
   const int32_t n_vocab = static_cast<int32_t>(engine.model().config().n_vocab);
-  const std::vector<int32_t> prompt = Ids(o.prefix_tokens, 42, n_vocab);
+  const std::vector<int32_t> prompt = SyntheticIds(o.prefix_tokens, 42, n_vocab);
   TieredCacheOptions to;
   to.ram_bytes = size_t{16} << 30;
   to.root = root;
@@ -118,7 +99,7 @@ Status BenchRestart(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r)
   {
     EMBER_ASSIGN_OR_RETURN(auto tiers, TieredCache::Open(to));
     CachedSession s(engine, tiers.get());
-    EMBER_RETURN_IF_ERROR(s.Generate(Req(prompt, 1), nullptr).status());
+    EMBER_RETURN_IF_ERROR(s.Generate(BenchRequest(prompt, 1), nullptr).status());
     const auto t0 = Clock::now();
     EMBER_RETURN_IF_ERROR(tiers->Flush());
     r->flush_s = Since(t0);
@@ -129,14 +110,14 @@ Status BenchRestart(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r)
   EMBER_ASSIGN_OR_RETURN(auto tiers, TieredCache::Open(to));
   r->reopen_s = Since(t0);
   CachedSession s(engine, tiers.get());
-  EMBER_ASSIGN_OR_RETURN(SessionResult warm, s.Generate(Req(prompt, 1), nullptr));
+  EMBER_ASSIGN_OR_RETURN(SessionResult warm, s.Generate(BenchRequest(prompt, 1), nullptr));
   r->prefix_tokens = o.prefix_tokens;
   r->cached_tokens = warm.cached_tokens;
   r->ttft_restore_s = warm.ttft_s;
   r->restore_s = warm.restore_ms / 1000;
   r->restart_tier = warm.tier;
   CachedSession off(engine, static_cast<PromptCache*>(nullptr));
-  EMBER_ASSIGN_OR_RETURN(SessionResult cold, off.Generate(Req(prompt, 1), nullptr));
+  EMBER_ASSIGN_OR_RETURN(SessionResult cold, off.Generate(BenchRequest(prompt, 1), nullptr));
   r->ttft_recompute_s = cold.ttft_s;
   return Status::Ok();
 }
@@ -156,7 +137,7 @@ Status BenchScan(const SsdBenchOptions& o, SsdBenchResult* r) {
     EMBER_ASSIGN_OR_RETURN(auto store, ColdStore::Open(fast, so));
     EMBER_ASSIGN_OR_RETURN(KvState st, Synthetic(c, 256));
     for (int i = static_cast<int>(store->entries()); i < o.scan_entries; ++i) {
-      std::vector<int32_t> tokens = Ids(256, static_cast<uint32_t>(i), 30000);
+      std::vector<int32_t> tokens = SyntheticIds(256, static_cast<uint32_t>(i), 30000);
       tokens[0] = i;  // distinct first tokens: no entry is a prefix of another (nothing superseded)
       EMBER_RETURN_IF_ERROR(store->Put(i % 4 == 0 ? "tenant" : "", tokens, st));
     }
@@ -179,7 +160,7 @@ Status BenchRead(const SsdBenchOptions& o, SsdBenchResult* r) {
   const KvConfig c = BigConfig();
   const int64_t positions = std::max<int64_t>(1, o.read_bytes / static_cast<int64_t>(c.block_bytes() / c.block_size));
   ColdStoreOptions so{root, "bench", c, 0, true};
-  std::vector<int32_t> tokens = Ids(positions, 9, 30000);
+  std::vector<int32_t> tokens = SyntheticIds(positions, 9, 30000);
   {
     EMBER_ASSIGN_OR_RETURN(auto store, ColdStore::Open(env, so));
     EMBER_ASSIGN_OR_RETURN(KvState st, Synthetic(c, positions));
@@ -223,12 +204,12 @@ Status BenchRead(const SsdBenchOptions& o, SsdBenchResult* r) {
 
 StatusOr<double> DecodeRate(Engine& engine, const std::vector<int32_t>& prompt, int64_t n) {
   CachedSession off(engine, static_cast<PromptCache*>(nullptr));
-  EMBER_ASSIGN_OR_RETURN(SessionResult r, off.Generate(Req(prompt, n), nullptr));
+  EMBER_ASSIGN_OR_RETURN(SessionResult r, off.Generate(BenchRequest(prompt, n), nullptr));
   return r.gen.decode_s > 0 ? static_cast<double>(r.gen.decode_tokens) / r.gen.decode_s : 0.0;
 }
 
 Status BenchDecode(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) {
-  const std::vector<int32_t> prompt = Ids(64, 5, static_cast<int32_t>(engine.model().config().n_vocab));
+  const std::vector<int32_t> prompt = SyntheticIds(64, 5, static_cast<int32_t>(engine.model().config().n_vocab));
   EMBER_ASSIGN_OR_RETURN(double idle1, DecodeRate(engine, prompt, o.decode_tokens));
   // Keep the serial writer busy with 32 MiB spill writes (real fsyncs) for the whole generation.
   const std::string root = o.dir + "/decode";
@@ -248,7 +229,7 @@ Status BenchDecode(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) 
       j.kind = "spill";
       j.bytes = st.bytes();
       j.run = [&, i] {
-        std::vector<int32_t> t = Ids(1024, static_cast<uint32_t>(i), 30000);
+        std::vector<int32_t> t = SyntheticIds(1024, static_cast<uint32_t>(i), 30000);
         Status s = store->Put("", t, st);
         if (s.ok()) written += st.bytes();
         return s;

@@ -6,16 +6,11 @@
 #include <cstdio>
 
 #include "coldtier/entry_format.h"
+#include "util/hex.h"
 
 namespace ember {
 
 namespace {
-
-std::string Hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

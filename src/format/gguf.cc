@@ -51,8 +51,9 @@ class Cursor {
   const std::string& name_;
 };
 
-// Size of one element of a fixed-size metadata type; 0 for string/array.
-uint64_t ScalarSize(GgufType t) {
+}  // namespace
+
+uint64_t GgufScalarSize(GgufType t) {
   switch (t) {
     case GgufType::kU8: case GgufType::kI8: case GgufType::kBool: return 1;
     case GgufType::kU16: case GgufType::kI16: return 2;
@@ -61,6 +62,8 @@ uint64_t ScalarSize(GgufType t) {
     default: return 0;
   }
 }
+
+namespace {
 
 bool KnownType(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::kF64); }
 
@@ -108,7 +111,7 @@ Status ReadArray(Cursor& c, GgufValue* v, uint32_t depth) {
   v->elem_type = static_cast<GgufType>(raw_elem);
   const uint64_t count_at = c.pos();
   EMBER_RETURN_IF_ERROR(c.Read(&v->count, "array length"));
-  const uint64_t elem_size = ScalarSize(v->elem_type);
+  const uint64_t elem_size = GgufScalarSize(v->elem_type);
   // Every element takes at least this many bytes, so the count is bounded by what is left.
   const uint64_t min_elem = elem_size ? elem_size : (v->elem_type == GgufType::kString ? 8 : 12);
   if (v->count > c.left() / min_elem)
@@ -382,7 +385,7 @@ StatusOr<std::vector<int64_t>> GgufFile::IntArray(const std::string& key) const 
   out.reserve(v->count);
   const GgufType t = v->elem_type;
   for (uint64_t k = 0; k < v->count; ++k) {
-    const uint8_t* p = v->elems + k * ScalarSize(t);
+    const uint8_t* p = v->elems + k * GgufScalarSize(t);
     switch (t) {
       case GgufType::kU8: out.push_back(Load<uint8_t>(p)); break;
       case GgufType::kI8: out.push_back(Load<int8_t>(p)); break;

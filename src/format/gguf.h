@@ -24,6 +24,9 @@ enum class GgufType : uint32_t {
   kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
   kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
 };
+
+// Bytes of one element of a fixed-size metadata type; 0 for string and array.
+uint64_t GgufScalarSize(GgufType t);
 const char* GgufTypeName(GgufType t);  // "uint32", "string", "array"
 
 // One metadata value. Strings point into the file's bytes (valid while the GgufFile lives).
