@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "bench/eval_migrations.h"
+#include "util/hex.h"
 
 namespace ember::bench {
 namespace {
@@ -175,9 +176,7 @@ StatusOr<std::string> HashFileXxh3(const std::string& path) {
   const XXH64_hash_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   if (failed) return IoError("read " + path);
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  return std::string(hex);
+  return Hex64(h);
 }
 
 }  // namespace ember::bench

@@ -22,10 +22,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 struct FileRef {
   std::string identity;
   std::string path;
@@ -55,8 +51,8 @@ std::vector<FileRef> Walk(Env& env, const std::string& root, std::vector<std::st
         FileRef f;
         f.identity = id;
         f.path = JoinPath(ns_dir, name);
-        f.temp = EndsWith(name, kTempExtension);
-        if (!f.temp && !EndsWith(name, kEntryExtension)) continue;
+        f.temp = name.ends_with(kTempExtension);
+        if (!f.temp && !name.ends_with(kEntryExtension)) continue;
         f.bytes = env.FileSize(f.path).ok() ? *env.FileSize(f.path) : 0;
         f.mtime_us = env.GetMtimeMicros(f.path).ok() ? *env.GetMtimeMicros(f.path) : 0;
         out.push_back(std::move(f));

@@ -12,10 +12,6 @@ namespace ember {
 
 namespace {
 
-bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 bool AllFull(const KvConfig& c) {
   return std::all_of(c.kinds.begin(), c.kinds.end(),
                      [](const LayerStateSpec& s) { return s.kind == StateKind::kFull; });
@@ -69,11 +65,11 @@ void ColdStore::ScanNamespaceDir(const std::string& ns_dir, const std::string& n
   if (!names.ok()) return;  // unreadable directory: its entries are simply not indexed
   for (const std::string& name : *names) {
     std::string path = JoinPath(ns_dir, name);
-    if (EndsWith(name, kTempExtension)) {
+    if (name.ends_with(kTempExtension)) {
       if (env_.RemoveFile(path).ok()) ++counters_.temp_deleted;
       continue;
     }
-    if (!EndsWith(name, kEntryExtension)) continue;  // not ours to judge
+    if (!name.ends_with(kEntryExtension)) continue;  // not ours to judge
     ++counters_.scanned;
     StatusOr<EntryHeader> h = ReadHeader(env_, path);
     bool ok = h.ok() && h->identity == options_.identity && SameGeometry(h->config, options_.kv) &&

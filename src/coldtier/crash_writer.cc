@@ -23,10 +23,6 @@ std::vector<uint8_t> Serialized(const KvState& s) {
   return sink.Take();
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 KvConfig CrashWriterConfig() {
@@ -103,8 +99,8 @@ StatusOr<CrashCheck> VerifyCrashDir(Env& env, const std::string& dir, uint64_t c
     EMBER_ASSIGN_OR_RETURN(std::vector<std::string> names, env.GetChildren(ns_dir));
     for (const std::string& name : names) {
       const std::string path = JoinPath(ns_dir, name);
-      if (EndsWith(name, kTempExtension)) return Corrupt(path + ": temp file survived the scan");
-      if (EndsWith(name, kEntryExtension) && !indexed.count(path)) return Corrupt(path + ": on disk, not indexed");
+      if (name.ends_with(kTempExtension)) return Corrupt(path + ": temp file survived the scan");
+      if (name.ends_with(kEntryExtension) && !indexed.count(path)) return Corrupt(path + ": on disk, not indexed");
     }
   }
   // Every indexed entry restores, checksums verified, to exactly the bytes its tokens imply.

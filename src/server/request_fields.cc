@@ -4,6 +4,21 @@ namespace ember::server {
 
 using nlohmann::json;
 
+namespace {
+
+// 'name' for error messages. Built by appending: GCC 12 warns falsely (-Wrestrict) on a chain of
+// string operator+ that starts from a one-character literal.
+std::string Quoted(const std::string& name) {
+  std::string q;
+  q.reserve(name.size() + 2);
+  q += '\'';
+  q += name;
+  q += '\'';
+  return q;
+}
+
+}  // namespace
+
 FieldReader::FieldReader(const json& obj, std::string path, std::optional<ApiError>* error)
     : obj_(obj), path_(std::move(path)), error_(error) {}
 
@@ -19,7 +34,7 @@ void FieldReader::Fail(const std::string& param, const std::string& message) {
 }
 
 void FieldReader::WrongType(const char* key, const char* wanted) {
-  Fail(Path(key), "'" + Path(key) + "' must be " + wanted);
+  Fail(Path(key), Quoted(Path(key)) + " must be " + wanted);
 }
 
 void FieldReader::Float(const char* key, float* out, double lo, double hi) {
@@ -28,7 +43,7 @@ void FieldReader::Float(const char* key, float* out, double lo, double hi) {
   if (!v->is_number()) return WrongType(key, "a number");
   const double d = v->get<double>();
   if (d < lo || d > hi) {
-    return Fail(Path(key), "'" + Path(key) + "' must be between " + json(lo).dump() + " and " +
+    return Fail(Path(key), Quoted(Path(key)) + " must be between " + json(lo).dump() + " and " +
                                json(hi).dump() + ", got " + v->dump());
   }
   *out = static_cast<float>(d);
@@ -47,7 +62,7 @@ void FieldReader::OptionalInt(const char* key, std::optional<int32_t>* out, int6
   const bool negative = v->is_number_unsigned() ? false : v->get<int64_t>() < 0;
   const int64_t i = negative ? v->get<int64_t>() : static_cast<int64_t>(std::min<uint64_t>(v->get<uint64_t>(), INT64_MAX));
   if (i < lo || i > hi) {
-    return Fail(Path(key), "'" + Path(key) + "' must be between " + std::to_string(lo) + " and " +
+    return Fail(Path(key), Quoted(Path(key)) + " must be between " + std::to_string(lo) + " and " +
                                std::to_string(hi) + ", got " + v->dump());
   }
   *out = static_cast<int32_t>(i);
@@ -83,13 +98,13 @@ void FieldReader::StringOrList(const char* key, std::vector<std::string>* out, s
   }
   if (!v->is_array()) return WrongType(key, "a string or an array of strings");
   if (v->size() > max_items) {
-    return Fail(Path(key), "'" + Path(key) + "' has more than " + std::to_string(max_items) + " items");
+    return Fail(Path(key), Quoted(Path(key)) + " has more than " + std::to_string(max_items) + " items");
   }
   out->clear();
   for (size_t i = 0; i < v->size(); ++i) {
     if (!(*v)[i].is_string()) {
       return Fail(Path(key) + "[" + std::to_string(i) + "]",
-                  "'" + Path(key) + "[" + std::to_string(i) + "]' must be a string");
+                  Quoted(Path(key) + "[" + std::to_string(i) + "]") + " must be a string");
     }
     out->push_back((*v)[i].get<std::string>());
   }

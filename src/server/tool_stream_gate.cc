@@ -6,8 +6,6 @@ namespace {
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kToolCall = "<tool_call>";
 
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
 }  // namespace
 
 ToolCallStreamGate::ToolCallStreamGate() : block_start_({std::string(kToolCall)}) {}
@@ -29,12 +27,12 @@ std::string ToolCallStreamGate::Push(std::string_view text) {
   const size_t first = leading_.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return "";  // only whitespace so far: undecided
   const std::string_view start = std::string_view(leading_).substr(first);
-  if (start[0] == '{' || StartsWith(start, kPythonTag)) {
+  if (start[0] == '{' || start.starts_with(kPythonTag)) {
     phase_ = Phase::kHolding;
     return "";
   }
   // A prefix of a marker could still become one: wait for more text.
-  if (start.size() < kPythonTag.size() && StartsWith(kPythonTag, start)) return "";
+  if (start.size() < kPythonTag.size() && kPythonTag.starts_with(start)) return "";
   phase_ = Phase::kText;
   std::string held;
   held.swap(leading_);

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -65,6 +68,34 @@ inline std::string GenModel(const std::string& dir, const std::string& name, con
   const CommandResult r = RunCommand(EmberBinary() + " gen-model --out " + path + " " + args + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   return path;
+}
+
+// "1,2,3": token ids for the peer's --tokens / --rows.
+inline std::string JoinIds(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+// KL(p ‖ softmax(logits)) with p a probability row (renormalised: the peer's f32 row sums to 1 only
+// to ~1e-6, which would otherwise show up as a bias of that size).
+inline double KlFromProbs(const float* p, const float* logits, int64_t n) {
+  double psum = 0;
+  for (int64_t i = 0; i < n; ++i) psum += p[i];
+  double mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(logits[i]));
+  double z = 0;
+  for (int64_t i = 0; i < n; ++i) z += std::exp(logits[i] - mx);
+  const double log_z = std::log(z) + mx;
+  double kl = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double pi = p[i] / psum;
+    if (pi > 0) kl += pi * (std::log(pi) - (logits[i] - log_z));
+  }
+  return kl;
 }
 
 }  // namespace ember::testutil

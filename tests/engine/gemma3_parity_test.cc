@@ -47,30 +47,6 @@ const std::vector<GemmaCase>& Cases() {
   return cases;
 }
 
-std::string Join(const std::vector<int32_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s;
-}
-
-// KL(p ‖ softmax(logits)), p renormalised (the peer's f32 rows sum to 1 only to ~1e-6).
-double Kl(const float* p, const float* logits, int64_t n) {
-  double psum = 0, mx = -INFINITY, z = 0;
-  for (int64_t i = 0; i < n; ++i) psum += p[i];
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(logits[i]));
-  for (int64_t i = 0; i < n; ++i) z += std::exp(logits[i] - mx);
-  const double log_z = std::log(z) + mx;
-  double kl = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double pi = p[i] / psum;
-    if (pi > 0) kl += pi * (std::log(pi) - (logits[i] - log_z));
-  }
-  return kl;
-}
-
 class Gemma3ParityTest : public ::testing::TestWithParam<GemmaCase> {};
 
 TEST_P(Gemma3ParityTest, MatchesLlamaCppPastTheWindow) {
@@ -125,8 +101,8 @@ TEST_P(Gemma3ParityTest, MatchesLlamaCppPastTheWindow) {
   }
 
   const std::string out = dir + "/peer.f32";
-  const auto r = RunCommand("node " + testutil::PeerRunner() + " logits-rows " + model + " --tokens " + Join(tokens) +
-                            " --rows " + Join(rows) + " --argmax-from " + std::to_string(kPrompt - 1) + " --out " +
+  const auto r = RunCommand("node " + testutil::PeerRunner() + " logits-rows " + model + " --tokens " + testutil::JoinIds(tokens) +
+                            " --rows " + testutil::JoinIds(rows) + " --argmax-from " + std::to_string(kPrompt - 1) + " --out " +
                             out + " --kv " + gc.kv + " --threads 2");
   ASSERT_EQ(r.exit_code, 0) << "the llama.cpp peer failed (node missing?): " << r.out;
   const auto meta = nlohmann::json::parse(r.out);
@@ -139,7 +115,7 @@ TEST_P(Gemma3ParityTest, MatchesLlamaCppPastTheWindow) {
   double sum = 0, mx = 0, sum_past = 0;
   int n_past = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const double kl = Kl(peer.data() + i * nv, ours.data() + i * nv, nv);
+    const double kl = testutil::KlFromProbs(peer.data() + i * nv, ours.data() + i * nv, nv);
     sum += kl;
     mx = std::max(mx, kl);
     if (rows[i] >= 128) {

@@ -63,39 +63,12 @@ const char* ShapeOf(const std::string& name) {
   return kLlama;
 }
 
-std::string Join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
-}
-
 std::vector<float> ReadFloats(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   std::vector<float> out(bytes.size() / sizeof(float));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
-}
-
-// KL(p ‖ softmax(logits)) with p a probability row (renormalised: the peer's f32 row sums to 1 only
-// to ~1e-6, which would otherwise show up as a bias of that size).
-double Kl(const float* p, const float* logits, int64_t n) {
-  double psum = 0;
-  for (int64_t i = 0; i < n; ++i) psum += p[i];
-  double mx = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(logits[i]));
-  double z = 0;
-  for (int64_t i = 0; i < n; ++i) z += std::exp(logits[i] - mx);
-  const double log_z = std::log(z) + mx;
-  double kl = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double pi = p[i] / psum;
-    if (pi > 0) kl += pi * (std::log(pi) - (logits[i] - log_z));
-  }
-  return kl;
 }
 
 class ParityTest : public ::testing::TestWithParam<ParityCase> {};
@@ -132,7 +105,7 @@ TEST_P(ParityTest, MatchesLlamaCpp) {
   ASSERT_TRUE((*engine)->Evaluate(**eval_seq, tokens, 16, &ours).ok());
 
   const std::string out = dir + "/peer.f32";
-  const auto r = RunCommand("node " + testutil::PeerRunner() + " logits " + model + " --tokens " + Join(tokens) +
+  const auto r = RunCommand("node " + testutil::PeerRunner() + " logits " + model + " --tokens " + testutil::JoinIds(tokens) +
                             " --out " + out + " --kv " + pc.kv + " --threads 1");
   ASSERT_EQ(r.exit_code, 0) << "the llama.cpp peer failed (node missing?): " << r.out;
   const auto meta = nlohmann::json::parse(r.out);
@@ -143,7 +116,7 @@ TEST_P(ParityTest, MatchesLlamaCpp) {
   double sum = 0, mx = 0;
   int greedy_mismatch = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    const double kl = Kl(peer.data() + i * nv, ours.data() + i * nv, nv);
+    const double kl = testutil::KlFromProbs(peer.data() + i * nv, ours.data() + i * nv, nv);
     sum += kl;
     mx = std::max(mx, kl);
     if (pc.check_greedy && i >= 31 && i + 1 < tokens.size()) {
