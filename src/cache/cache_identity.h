@@ -29,7 +29,7 @@ namespace ember {
 
 // Bump whenever a kernel or forward-pass change alters any bit of computed K/V (or logits from a
 // restored state): entries written by an older build then live in another identity directory.
-inline constexpr uint32_t kNumericsVersion = 1;
+inline constexpr uint32_t kNumericsVersion = 2;  // 2: softmax sums in ggml's grouped order
 
 // XXH3-64 of the tensor table and all tensor data of `gguf` (no memo).
 uint64_t HashWeights(const GgufFile& gguf);

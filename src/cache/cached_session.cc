@@ -5,25 +5,6 @@
 #include "cache/kv_entry_state.h"
 
 namespace ember {
-namespace {
-
-std::vector<const void*> BlockIds(const KvState& kv) {
-  std::vector<const void*> ids;
-  kv.ForEachBlock([&](const void* id, size_t) { ids.push_back(id); });
-  return ids;
-}
-
-// Bytes of adopted blocks the sequence no longer shares: the copy-on-write copies its extension made.
-uint64_t CopiedBytes(const std::vector<const void*>& adopted, const KvState& kv) {
-  const std::vector<const void*> now = BlockIds(kv);
-  uint64_t copied = 0;
-  for (size_t i = 0; i < adopted.size() && i < now.size(); ++i) {
-    if (now[i] != adopted[i]) copied += kv.config().block_bytes();
-  }
-  return copied;
-}
-
-}  // namespace
 
 CachedSession::CachedSession(Engine& engine, PromptCache* cache, CachedSessionOptions options)
     : engine_(engine), cache_(cache), opts_(std::move(options)) {}
@@ -71,7 +52,6 @@ StatusOr<CachedSession::Prepared> CachedSession::Prepare(const SessionRequest& r
   } else if (hit.p > 0) {
     auto* kv_view = dynamic_cast<KvEntryState*>(hit.view.get());
     if (kv_view == nullptr) return Internal("cached session: cache entry is not a KV state");
-    out.adopted_blocks = BlockIds(kv_view->kv());
     EMBER_RETURN_IF_ERROR(out.seq->Adopt(std::move(*kv_view).Take(), {prompt.begin(), prompt.begin() + hit.p}));
     out.pending = static_cast<size_t>(hit.p);
     result->cached_tokens = hit.p;
@@ -113,6 +93,7 @@ StatusOr<SessionResult> CachedSession::Generate(const SessionRequest& req, const
   if (tiers_ != nullptr) foreground = tiers_->ForegroundScope();
   SessionResult r;
   EMBER_ASSIGN_OR_RETURN(Prepared prep, Prepare(req, &r));
+  prep.cow_bytes_before = prep.seq->kv().cow_bytes_copied();
   bool first = true;
   auto timed = [&](int32_t tok) {
     if (first) {
@@ -125,7 +106,8 @@ StatusOr<SessionResult> CachedSession::Generate(const SessionRequest& req, const
   EMBER_ASSIGN_OR_RETURN(r.gen, engine_.Generate(*prep.seq, rest, req.generate, timed));
   if (tiers_ != nullptr) tiers_->NotePrefill(r.gen.prompt_tokens, r.gen.prefill_s);
   r.prefilled_tokens = r.prompt_tokens - r.cached_tokens;
-  r.cow_bytes_copied = CopiedBytes(prep.adopted_blocks, prep.seq->kv());
+  // The state's own counter: exact for window groups and released blocks, unlike comparing block ids.
+  r.cow_bytes_copied = prep.seq->kv().cow_bytes_copied() - prep.cow_bytes_before;
   if (caching(req)) {
     cache_->NoteCopiedBytes(r.cow_bytes_copied);
     EMBER_ASSIGN_OR_RETURN(r.entry_tokens, PutBack(*prep.seq, req.ns));

@@ -67,11 +67,11 @@ class CachedSession {
   StatusOr<SessionResult> Generate(const SessionRequest& req, const TokenCallback& on_token);
 
   // Steps 1-2 alone: a sequence holding prompt[0, pending) with pending < len(prompt); the caller
-  // forwards prompt[pending, L). Fills cached_tokens, snapshot_stored and the adopted block ids.
+  // forwards prompt[pending, L). Fills cached_tokens and snapshot_stored.
   struct Prepared {
     std::unique_ptr<Sequence> seq;
     size_t pending = 0;
-    std::vector<const void*> adopted_blocks;
+    uint64_t cow_bytes_before = 0;  // the sequence's copy-on-write count before generating
   };
   StatusOr<Prepared> Prepare(const SessionRequest& req, SessionResult* result);
   // Step 4: inserts seq's exact state. Returns the entry length.

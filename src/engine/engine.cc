@@ -27,6 +27,12 @@ Status Sequence::Adopt(KvState state, std::vector<int32_t> tokens) {
       a.head_dim_v != b.head_dim_v || a.dtype != b.dtype || a.block_size != b.block_size) {
     return InvalidArgument("sequence: adopted KV state has a different geometry or dtype");
   }
+  for (int32_t l = 0; l < a.n_layer; ++l) {  // a window layer's state would be wrong for a full one
+    if (a.kind(l).kind != b.kind(l).kind || a.kind(l).window != b.kind(l).window) {
+      return InvalidArgument("sequence: adopted KV state has a different state kind or window at layer " +
+                             std::to_string(l));
+    }
+  }
   if (static_cast<int64_t>(tokens.size()) != state.n_pos()) {
     return InvalidArgument("sequence: " + std::to_string(tokens.size()) + " tokens for a state of " +
                            std::to_string(state.n_pos()) + " positions");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/avx2_util.h"
 #include "util/half.h"
 
 namespace ember::kernels {
@@ -14,7 +15,10 @@ constexpr int kQK = 256;
 // differ from the scalar reference's roundf(x / d) on ties; we follow the x86 build llama.cpp runs.
 void QuantizeBlock32(const float* x, bool with_s, int8_t* q, float* d, float* s, int32_t* sum) {
   float amax = 0.0f;
-  for (int j = 0; j < kQ32; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  for (int j = 0; j < kQ32; ++j) {
+    const float ax = std::fabs(x[j]);
+    amax = ax > amax ? ax : amax;  // NaN never wins (as fmax); inlined, unlike std::fmax here
+  }
   const float dd = amax / 127.0f;
   const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
   int32_t total = 0;
@@ -25,6 +29,41 @@ void QuantizeBlock32(const float* x, bool with_s, int8_t* q, float* d, float* s,
   *d = Fp16ToF32(F32ToFp16(dd));
   *sum = total;
   if (with_s) *s = Fp16ToF32(F32ToFp16(dd * static_cast<float>(total)));
+}
+
+// QuantizeBlock32 on AVX2, bitwise the same: the max of exact |x| values is order-free, x * id is the
+// same f32 product, and _mm256_round_ps to nearest is nearbyint in the default rounding mode.
+EMBER_AVX2 void QuantizeBlock32Avx2(const float* x, bool with_s, int8_t* q, float* d, float* s, int32_t* sum) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 acc = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_loadu_ps(x + 8 * k);
+    acc = _mm256_max_ps(_mm256_andnot_ps(sign, v[k]), acc);  // a NaN lane keeps acc
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float amax = 0.0f;
+  for (float l : lanes) amax = l > amax ? l : amax;
+  const float dd = amax / 127.0f;
+  const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+  __m256i i[4];
+  for (int k = 0; k < 4; ++k) {
+    i[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  const int32_t total = avx2::HsumI32(_mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3])));
+  // |q| <= 127, so the saturating packs are exact; they interleave 128-bit lanes, the permute undoes it.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
+                      _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  *d = Fp16ToF32(F32ToFp16(dd));
+  *sum = total;
+  if (with_s) *s = Fp16ToF32(F32ToFp16(dd * static_cast<float>(total)));
+}
+
+bool UseAvx2() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
 }
 
 // ggml's quantize_row_q8_K_ref: the signed value of largest magnitude (first one on ties) maps to -127.
@@ -104,7 +143,7 @@ void ActBatch::ConvertRows(const float* x, int64_t t0, int64_t t1) {
       case DotType::kQ8_1:
         for (int64_t b = 0; b < blocks_; ++b) {
           const int64_t i = t * blocks_ + b;
-          QuantizeBlock32(xr + b * kQ32, type_ == DotType::kQ8_1, &q_[t * n_in_ + b * kQ32], &d_[i],
+          (UseAvx2() ? QuantizeBlock32Avx2 : QuantizeBlock32)(xr + b * kQ32, type_ == DotType::kQ8_1, &q_[t * n_in_ + b * kQ32], &d_[i],
                           type_ == DotType::kQ8_1 ? &s_[i] : nullptr, &sum_[i]);
         }
         break;

@@ -1,6 +1,7 @@
 #include "kernels/attention_head.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/avx2_util.h"
@@ -181,47 +182,67 @@ void AttnAccumF32(const float* p, const float* v, int hv, int64_t n, float* out)
 
 void AttendHead(const AttnKvHead& kv, const float* q, int64_t k0, int64_t n_keys, float scale, float* scores,
                 uint16_t* half, float* out) {
+  const AttnQuery query{q, k0, n_keys, scores, half, out};
+  AttendHeads(kv, &query, 1, scale);
+}
+
+void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, float scale) {
+  if (n_queries <= 0) return;
   const int hd = kv.head_dim_k, hv = kv.head_dim_v;
   const int64_t bs = kv.block_size;
   const bool f16 = kv.f16;
-  uint16_t* q16 = half;
-  uint16_t* p16 = half + hd;
-  constexpr int kStackDims = 512;
-  alignas(32) float qf_local[kStackDims];
-  std::vector<float> qf_heap;
-  float* qf = qf_local;
+  // q rounded to fp16 and widened once per query, not per key (one hd-row per query).
+  thread_local std::vector<float> qf_all;
   if (f16) {
-    if (hd > kStackDims) {
-      qf_heap.resize(static_cast<size_t>(hd));
-      qf = qf_heap.data();
+    qf_all.resize(static_cast<size_t>(n_queries) * static_cast<size_t>(hd));
+    for (int i = 0; i < n_queries; ++i) {
+      AttnPrepareQueryF16(queries[i].q, hd, queries[i].half, qf_all.data() + static_cast<size_t>(i) * hd);
     }
-    AttnPrepareQueryF16(q, hd, q16, qf);  // q rounded to fp16 and widened once per head, not per key
   }
-  const int64_t n = n_keys - k0;  // scores[i] belongs to key k0 + i
-  for (int64_t b = k0 / bs; b * bs < n_keys; ++b) {  // scores = (k_j · q) * scale
-    const int64_t j0 = std::max(k0, b * bs) - b * bs, j1 = std::min(bs, n_keys - b * bs);
+  int64_t b_lo = INT64_MAX, b_end = 0;  // the blocks any query touches
+  for (int i = 0; i < n_queries; ++i) {
+    if (queries[i].n_keys <= queries[i].k0) continue;
+    b_lo = std::min(b_lo, queries[i].k0 / bs);
+    b_end = std::max(b_end, (queries[i].n_keys + bs - 1) / bs);
+  }
+  for (int64_t b = b_lo; b < b_end; ++b) {  // scores = (k_j · q) * scale
     const uint8_t* kh = kv.block(kv.ctx, false, b);  // [bs][hd]
-    float* sc = scores + (b * bs - k0) + j0;
-    if (f16) {
-      AttnScoresF16(reinterpret_cast<const uint16_t*>(kh) + j0 * hd, q16, qf, hd, j1 - j0, scale, sc);
-    } else {
-      AttnScoresF32(reinterpret_cast<const float*>(kh) + j0 * hd, q, hd, j1 - j0, scale, sc);
+    for (int i = 0; i < n_queries; ++i) {
+      const AttnQuery& qu = queries[i];
+      if (b * bs >= qu.n_keys || (b + 1) * bs <= qu.k0) continue;
+      const int64_t j0 = std::max(qu.k0, b * bs) - b * bs, j1 = std::min(bs, qu.n_keys - b * bs);
+      float* sc = qu.scores + (b * bs - qu.k0) + j0;  // scores[i] belongs to key k0 + i
+      if (f16) {
+        AttnScoresF16(reinterpret_cast<const uint16_t*>(kh) + j0 * hd, qu.half,
+                      qf_all.data() + static_cast<size_t>(i) * hd, hd, j1 - j0, scale, sc);
+      } else {
+        AttnScoresF32(reinterpret_cast<const float*>(kh) + j0 * hd, qu.q, hd, j1 - j0, scale, sc);
+      }
     }
   }
-  Softmax(scores, static_cast<int>(n));
-  if (f16) {  // p = f32(fp16(p)) in place: the weight AxpyF16 was given, Fp16ToF32(p16[j])
-    RoundToF16(scores, p16, static_cast<int>(n));
-    WidenF16(p16, scores, n);
+  for (int i = 0; i < n_queries; ++i) {
+    const AttnQuery& qu = queries[i];
+    const int64_t n = std::max<int64_t>(0, qu.n_keys - qu.k0);
+    Softmax(qu.scores, static_cast<int>(n));
+    if (f16) {  // p = f32(fp16(p)) in place: the weight AxpyF16 was given, Fp16ToF32(p16[j])
+      uint16_t* p16 = qu.half + hd;
+      RoundToF16(qu.scores, p16, static_cast<int>(n));
+      WidenF16(p16, qu.scores, n);
+    }
+    std::fill(qu.out, qu.out + hv, 0.0f);
   }
-  std::fill(out, out + hv, 0.0f);
-  for (int64_t b = k0 / bs; b * bs < n_keys; ++b) {  // out = Σ_j p_j v_j
-    const int64_t j0 = std::max(k0, b * bs) - b * bs, j1 = std::min(bs, n_keys - b * bs);
+  for (int64_t b = b_lo; b < b_end; ++b) {  // out = Σ_j p_j v_j
     const uint8_t* vh = kv.block(kv.ctx, true, b);  // [bs][hv]
-    const float* p = scores + (b * bs - k0) + j0;
-    if (f16) {
-      AttnAccumF16(p, reinterpret_cast<const uint16_t*>(vh) + j0 * hv, hv, j1 - j0, out);
-    } else {
-      AttnAccumF32(p, reinterpret_cast<const float*>(vh) + j0 * hv, hv, j1 - j0, out);
+    for (int i = 0; i < n_queries; ++i) {
+      const AttnQuery& qu = queries[i];
+      if (b * bs >= qu.n_keys || (b + 1) * bs <= qu.k0) continue;
+      const int64_t j0 = std::max(qu.k0, b * bs) - b * bs, j1 = std::min(bs, qu.n_keys - b * bs);
+      const float* p = qu.scores + (b * bs - qu.k0) + j0;
+      if (f16) {
+        AttnAccumF16(p, reinterpret_cast<const uint16_t*>(vh) + j0 * hv, hv, j1 - j0, qu.out);
+      } else {
+        AttnAccumF32(p, reinterpret_cast<const float*>(vh) + j0 * hv, hv, j1 - j0, qu.out);
+      }
     }
   }
 }

@@ -44,4 +44,20 @@ struct AttnKvHead {
 void AttendHead(const AttnKvHead& kv, const float* q, int64_t k0, int64_t n_keys, float scale, float* scores,
                 uint16_t* half, float* out);
 
+// One query of AttendHeads: q [head_dim_k] against keys [k0, n_keys) of the shared kv head, with its
+// own scratch (scores [n_keys - k0] floats, half [head_dim_k + n_keys - k0] halves) and out [head_dim_v].
+struct AttnQuery {
+  const float* q = nullptr;
+  int64_t k0 = 0, n_keys = 0;
+  float* scores = nullptr;
+  uint16_t* half = nullptr;
+  float* out = nullptr;
+};
+
+// AttendHead for several queries of one kv head (the heads of a GQA group, consecutive tokens of a
+// prefill): each KV block is visited once for all of them while it is in L1, instead of once per
+// query. Each query's results are bitwise those of its own AttendHead call — the same per-block calls
+// with the same arguments in the same order; only the interleaving between queries changes.
+void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, float scale);
+
 }  // namespace ember::kernels

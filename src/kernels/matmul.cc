@@ -84,6 +84,35 @@ void MatMul(const WeightView& w, const float* x, int64_t n_tok, float* y, Thread
   });
 }
 
+void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_tok, ThreadPool& pool) {
+  if (n_tok <= 0 || count <= 0) return;
+  constexpr int kMaxShared = 4;
+  bool shared = count <= kMaxShared;
+  for (int i = 1; i < count && shared; ++i) {
+    shared = DotTypeOf(outs[i].w->type) == DotTypeOf(outs[0].w->type) && outs[i].w->n_in == outs[0].w->n_in;
+  }
+  if (!shared) {
+    for (int i = 0; i < count; ++i) MatMul(*outs[i].w, x, n_tok, outs[i].y, pool);
+    return;
+  }
+  DotFn fns[kMaxShared];
+  int64_t first_row[kMaxShared + 1] = {0};  // outs[i] owns global rows [first_row[i], first_row[i+1])
+  for (int i = 0; i < count; ++i) {
+    fns[i] = Avx2DotFn(outs[i].w->type);
+    if (fns[i] == nullptr) fns[i] = ReferenceDotFn(outs[i].w->type);
+    first_row[i + 1] = first_row[i] + outs[i].w->n_out;
+  }
+  ActBatch& acts = ScratchActs();
+  acts.Resize(DotTypeOf(outs[0].w->type), n_tok, outs[0].w->n_in);
+  pool.ParallelFor(n_tok, [&](int64_t t0, int64_t t1, int) { acts.ConvertRows(x, t0, t1); });
+  pool.ParallelFor(first_row[count], [&](int64_t r0, int64_t r1, int) {
+    for (int i = 0; i < count; ++i) {  // this thread's global rows, cut at the weights' boundaries
+      const int64_t b = std::max(r0, first_row[i]), e = std::min(r1, first_row[i + 1]);
+      if (b < e) RowRange(fns[i], *outs[i].w, acts, n_tok, b - first_row[i], e - first_row[i], outs[i].y);
+    }
+  });
+}
+
 void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* y) {
   if (n_tok <= 0) return;
   ActBatch acts;

@@ -40,6 +40,15 @@ Status CheckWeight(const WeightView& w);
 // Precondition: CheckWeight(w).ok(). Uses `pool` from its owner thread (see ThreadPool).
 void MatMul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
 
+// Several weights applied to the same activations (q/k/v, gate/up): outs[i].y = x · outs[i].wᵀ.
+// Bitwise identical to one MatMul per weight; when all weights share a dot type and n_in, x is
+// converted once and all their rows run in one parallel region (one handoff instead of `count`).
+struct MatMulOut {
+  const WeightView* w = nullptr;
+  float* y = nullptr;
+};
+void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_tok, ThreadPool& pool);
+
 // Scalar, single-threaded; bitwise identical to MatMul. For tests and as the fallback on CPUs
 // without AVX2+FMA+F16C.
 void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* y);

@@ -66,21 +66,6 @@ void Rope(const RopeParams& p, int64_t pos, int n_heads, float* x, const float* 
   }
 }
 
-void Softmax(float* x, int n) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int i = 0; i < n; ++i) max = std::fmax(max, x[i]);
-  if (max == -std::numeric_limits<float>::infinity()) {  // nothing to attend to: all weights 0
-    for (int i = 0; i < n; ++i) x[i] = 0.0f;
-    return;
-  }
-  for (int i = 0; i < n; ++i) x[i] -= max;
-  ExpArray(x, x, n);  // -inf - max = -inf -> 0
-  double sum = 0.0;
-  for (int i = 0; i < n; ++i) sum += x[i];
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int i = 0; i < n; ++i) x[i] *= inv;
-}
-
 void SiluMul(const float* gate, const float* up, float* out, int n) {
   constexpr int kChunk = 256;
   float e[kChunk];

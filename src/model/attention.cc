@@ -6,6 +6,7 @@
 // that scales q itself (ModelConfig::attn_scale) gets scale 1 here, as llama.cpp's kq_scale = 1.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/attention_head.h"
 #include "model/forward.h"
@@ -13,10 +14,9 @@
 namespace ember {
 namespace {
 
-struct HeadScratch {
-  float* scores;    // [max_ctx]
-  uint16_t* half;   // [max_ctx + head_dim_k]: q16 then p16
-};
+// Queries computed together against one kv head (a GQA group times a few consecutive tokens): each
+// KV block is then read from memory once per tile instead of once per query.
+constexpr int64_t kTileQueries = 16;
 
 struct HeadKv {
   const KvState* kv;
@@ -29,43 +29,62 @@ const uint8_t* HeadBlock(const void* ctx, bool v, int64_t b) {
   return v ? h.kv->VHead(h.layer, b, h.kvh) : h.kv->KHead(h.layer, b, h.kvh);
 }
 
-// One query head at position n_keys - 1 against keys [k0, n_keys) of kv head kvh, in position order
-// (kernels/attention_head.h: one fused call per KV block, q widened once, output kept in registers).
-void AttendHead(const KvState& kv, int layer, int kvh, const float* q, int64_t k0, int64_t n_keys, float scale,
-                const HeadScratch& s, float* out) {
-  const KvConfig& c = kv.config();
-  const HeadKv ctx{&kv, layer, kvh};
-  kernels::AttnKvHead head;
-  head.head_dim_k = c.head_dim_k;
-  head.head_dim_v = c.head_dim_v;
-  head.block_size = c.block_size;
-  head.f16 = c.dtype == KvDtype::kF16;
-  head.ctx = &ctx;
-  head.block = HeadBlock;
-  kernels::AttendHead(head, q, k0, n_keys, scale, s.scores, s.half, out);
-}
+// Tile u when tiles are dealt in pairs from both ends (0, n-1, 1, n-2, ...): a causal query's cost
+// grows with its position and each pair costs about the same, so the pool's contiguous static ranges
+// get equal work (plain order gave the last of two threads ~3/4 of a prefill's attention).
+int64_t Zigzag(int64_t u, int64_t n) { return (u % 2 == 0) ? u / 2 : n - 1 - u / 2; }
 
 }  // namespace
 
 // att [T][n_head * head_dim_v] from q [T][n_head * head_dim_k] and the KV state of `layer`, which
-// already holds this ubatch's keys. Work items are (token, head) pairs; each is computed whole by one
-// thread, so the split never changes a result.
+// already holds this ubatch's keys. Work items are (token tile, kv head) pairs; every query is
+// computed whole by one thread in a fixed order (kernels/attention_head.h), so neither the split nor
+// the tiling changes a result.
 void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels::ThreadPool& pool) {
   OpTimer timer(&times_, &times_.attention_s);
   const ModelConfig& c = model_.config();
+  const KvConfig& kc = kv.config();
   const int64_t group = c.n_head / c.n_head_kv;
+  const int64_t tile = std::max<int64_t>(1, kTileQueries / group);  // tokens per tile
+  const int64_t n_tiles = (n + tile - 1) / tile;
   const float scale = c.attn_scale > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
   const int64_t window = c.is_swa(layer) ? c.n_swa : 0;
   const int64_t pos0 = kv.n_pos();  // not committed yet: the ubatch's first position
-  const int64_t half_stride = opts_.max_ctx + c.head_dim_k;
-  pool.ParallelFor(n * c.n_head, [&](int64_t b, int64_t e, int thread) {
-    const HeadScratch s{scores_.data() + thread * opts_.max_ctx, half_.data() + thread * half_stride};
+  // Per thread and query slot: scores [keys] and halves [head_dim_k + keys], keys <= pos0 + n.
+  const int64_t keys = pos0 + n, slots = tile * group;
+  const int64_t half_stride = keys + c.head_dim_k;
+  const size_t need_scores = static_cast<size_t>(pool.size() * slots * keys);
+  const size_t need_half = static_cast<size_t>(pool.size() * slots * half_stride);
+  if (scores_.size() < need_scores) scores_.resize(need_scores);
+  if (half_.size() < need_half) half_.resize(need_half);
+  pool.ParallelFor(n_tiles * c.n_head_kv, [&](int64_t b, int64_t e, int thread) {
+    std::vector<kernels::AttnQuery> queries(static_cast<size_t>(slots));
     for (int64_t i = b; i < e; ++i) {
-      const int64_t t = i / c.n_head, h = i % c.n_head;
-      const int64_t p = pos0 + t;  // the query's position
-      const int64_t k0 = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
-      AttendHead(kv, layer, static_cast<int>(h / group), q_.data() + t * c.q_dim() + h * c.head_dim_k, k0,
-                 p + 1, scale, s, att_.data() + t * c.attn_out_dim() + h * c.head_dim_v);
+      const int64_t t0 = Zigzag(i / c.n_head_kv, n_tiles) * tile, t1 = std::min(n, t0 + tile);
+      const int kvh = static_cast<int>(i % c.n_head_kv);
+      int nq = 0;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t p = pos0 + t;  // the query's position
+        for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h, ++nq) {
+          const int64_t slot = thread * slots + nq;
+          kernels::AttnQuery& qu = queries[nq];
+          qu.q = q_.data() + t * c.q_dim() + h * c.head_dim_k;
+          qu.k0 = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+          qu.n_keys = p + 1;
+          qu.scores = scores_.data() + slot * keys;
+          qu.half = half_.data() + slot * half_stride;
+          qu.out = att_.data() + t * c.attn_out_dim() + h * c.head_dim_v;
+        }
+      }
+      const HeadKv ctx{&kv, layer, kvh};
+      kernels::AttnKvHead head;
+      head.head_dim_k = kc.head_dim_k;
+      head.head_dim_v = kc.head_dim_v;
+      head.block_size = kc.block_size;
+      head.f16 = kc.dtype == KvDtype::kF16;
+      head.ctx = &ctx;
+      head.block = HeadBlock;
+      kernels::AttendHeads(head, queries.data(), nq, scale);
     }
   });
 }

@@ -32,8 +32,7 @@ ForwardContext::ForwardContext(const Model& model, const ForwardOptions& options
   rope_.resize(T * c.rope_n_dims);
   if (c.n_swa > 0) rope_swa_.resize(T * c.rope_n_dims);
   logits_.resize((opts_.all_logits ? T : 1) * c.n_vocab);
-  scores_.resize(static_cast<size_t>(opts_.max_threads * opts_.max_ctx));
-  half_.resize(static_cast<size_t>(opts_.max_threads * (opts_.max_ctx + c.head_dim_k)));
+  // scores_ and half_ grow in Attention to what the context in use needs (not max_ctx up front).
 }
 
 // Reads top to bottom like the model: embeddings, n_layer blocks, final norm, output projection.
@@ -130,8 +129,8 @@ void ForwardContext::FeedForward(const LayerWeights& w, int64_t n, kernels::Thre
   const ModelConfig& c = model_.config();
   {
     OpTimer timer(&times_, &times_.matmul_s);
-    kernels::MatMul(w.w_gate, xn_.data(), n, gate_.data(), pool);  // gate [T][n_ff]
-    kernels::MatMul(w.w_up, xn_.data(), n, up_.data(), pool);      // up   [T][n_ff]
+    const kernels::MatMulOut outs[] = {{&w.w_gate, gate_.data()}, {&w.w_up, up_.data()}};  // [T][n_ff] each
+    kernels::MatMulShared(outs, 2, xn_.data(), n, pool);
   }
   {
     OpTimer timer(&times_, &times_.other_s);

@@ -72,8 +72,8 @@ class ForwardContext {
   std::vector<float> rope_swa_;  // [T][rope_n_dims]  the same for window layers' RoPE base (gemma3)
   std::vector<float> logits_;  // [T or 1][n_vocab]
   // Per pool thread attention scratch.
-  std::vector<float> scores_;      // [threads][max_ctx]
-  std::vector<uint16_t> half_;     // [threads][max_ctx + head_dim_k]  fp16 q and probabilities
+  std::vector<float> scores_;      // [threads][tile queries][keys]
+  std::vector<uint16_t> half_;     // [threads][tile queries][keys + head_dim_k]  fp16 q and probabilities
 };
 
 }  // namespace ember

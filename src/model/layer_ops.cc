@@ -32,9 +32,9 @@ void ProjectQkv(const QkvStep& s) {
   const ModelConfig& c = s.cfg;
   {
     OpTimer timer(s.times, s.times ? &s.times->matmul_s : nullptr);
-    kernels::MatMul(s.w.wq, s.xn, s.n_tok, s.q, s.pool);  // q [T][n_head*hd]
-    kernels::MatMul(s.w.wk, s.xn, s.n_tok, s.k, s.pool);  // k [T][n_head_kv*hd]
-    kernels::MatMul(s.w.wv, s.xn, s.n_tok, s.v, s.pool);  // v [T][n_head_kv*hd_v]
+    // q [T][n_head*hd], k [T][n_head_kv*hd], v [T][n_head_kv*hd_v]: x quantized once for all three
+    const kernels::MatMulOut outs[] = {{&s.w.wq, s.q}, {&s.w.wk, s.k}, {&s.w.wv, s.v}};
+    kernels::MatMulShared(outs, 3, s.xn, s.n_tok, s.pool);
   }
   if (s.w.bq == nullptr) return;
   OpTimer timer(s.times, s.times ? &s.times->other_s : nullptr);

@@ -191,6 +191,14 @@ TEST_F(EngineTest, ErrorsAreValues) {
   KvConfig other = e->kv_config();
   other.n_kv_head += 1;
   EXPECT_FALSE((*seq2)->Adopt(std::move(KvState::Create(other).value()), {}).ok());
+  // Nor one with the same shapes whose layers are windowed where the model's are full.
+  KvConfig windowed = e->kv_config();
+  windowed.kinds.assign(static_cast<size_t>(windowed.n_layer), LayerStateSpec{StateKind::kWindow, 64});
+  auto wstate = KvState::Create(windowed);
+  ASSERT_TRUE(wstate.ok()) << wstate.status().ToString();
+  const Status st = (*seq2)->Adopt(std::move(*wstate), {});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.ToString().find("state kind"), std::string::npos) << st.ToString();
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <vector>
 
 #include "util/half.h"
@@ -24,6 +26,42 @@ TEST(ActQuantTest, Q8_0RoundsHalfToEvenWithMultiplier) {
   EXPECT_EQ(r.q[4], 2);
   EXPECT_EQ(r.d[0], 1.0f);
   EXPECT_EQ(r.sum[0], 127 + 2 - 4 + 0 + 2);
+}
+
+// Every element of many random blocks (magnitudes 1e-3..1e3, every position of the block's max,
+// ties at x*id = k + 0.5 made by construction) against the scalar definition: q = nearbyint(x *
+// 127/amax), d = fp16(amax/127), sum = Σq. Catches a SIMD path whose lane order or rounding differs.
+TEST(ActQuantTest, Q8_0MatchesScalarDefinitionOnRandomBlocks) {
+  const int n_blocks = 64;
+  std::vector<float> x(32 * n_blocks);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int b = 0; b < n_blocks; ++b) {
+    const float mag = std::pow(10.0f, static_cast<float>(b % 7) - 3.0f);
+    for (int j = 0; j < 32; ++j) x[b * 32 + j] = u(rng) * mag;
+    if (b % 5 == 0) {  // amax = 127 exactly, so x*id = x: halves are ties
+      x[b * 32 + (b % 32)] = -127.0f;
+      x[b * 32 + (b + 1) % 32] = 2.5f;
+      x[b * 32 + (b + 2) % 32] = -0.5f;
+    }
+  }
+  ActBatch a;
+  a.Convert(DotType::kQ8_0, x.data(), 2, 32 * n_blocks / 2);
+  for (int b = 0; b < n_blocks; ++b) {
+    const ActRow r = a.Row(b / (n_blocks / 2));
+    const int rb = b % (n_blocks / 2);
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int q = static_cast<int>(std::nearbyint(x[b * 32 + j] * id));
+      ASSERT_EQ(r.q[rb * 32 + j], q) << "block " << b << " elem " << j;
+      sum += q;
+    }
+    EXPECT_EQ(r.sum[rb], sum) << b;
+    EXPECT_EQ(r.d[rb], Fp16ToF32(F32ToFp16(amax / 127.0f))) << b;
+  }
 }
 
 TEST(ActQuantTest, Q8_1StoresFp16RoundedSum) {

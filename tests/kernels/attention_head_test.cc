@@ -187,6 +187,54 @@ TEST(AttentionHeadTest, OddShapesAndPeakySoftmaxBitwise) {
   }
 }
 
+// AttendHeads over a tile (several consecutive positions x a GQA group, windows giving each query its
+// own key range, an empty range) gives every query exactly its own AttendHead result.
+TEST(AttentionHeadTest, TiledQueriesEqualSingleQueries) {
+  uint32_t seed = 501;
+  for (bool f16 : {true, false}) {
+    for (int64_t window : {0, 20}) {
+      const int hd = 64, hv = 64, group = 4;
+      const int64_t bs = 16, n_pos = 97;
+      const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, seed);
+      const HeadCtx ctx{&kv, 0};
+      AttnKvHead head;
+      head.head_dim_k = hd;
+      head.head_dim_v = hv;
+      head.block_size = bs;
+      head.f16 = f16;
+      head.ctx = &ctx;
+      head.block = Block;
+      const float scale = 0.125f;
+      for (int64_t p0 : {0, 13, 60, 90}) {
+        const int64_t tokens = std::min<int64_t>(5, n_pos - p0);
+        const int nq = static_cast<int>(tokens) * group;
+        const auto q = RandomFloats(static_cast<size_t>(nq * hd), seed + static_cast<uint32_t>(p0), 2.0f);
+        std::vector<float> scores(static_cast<size_t>(nq * n_pos)), outs(static_cast<size_t>(nq * hv), 7.0f);
+        std::vector<uint16_t> half(static_cast<size_t>(nq * (n_pos + hd)));
+        std::vector<AttnQuery> qs(static_cast<size_t>(nq));
+        for (int i = 0; i < nq; ++i) {
+          const int64_t p = p0 + i / group;
+          qs[i] = {q.data() + i * hd, window > 0 ? std::max<int64_t>(0, p - window + 1) : 0, p + 1,
+                   scores.data() + i * n_pos, half.data() + i * (n_pos + hd), outs.data() + i * hv};
+        }
+        if (p0 == 90) qs[1].n_keys = qs[1].k0;  // an empty range: out must be zeros
+        AttendHeads(head, qs.data(), nq, scale);
+        for (int i = 0; i < nq; ++i) {
+          std::vector<float> sc(static_cast<size_t>(n_pos)), one(static_cast<size_t>(hv), -3.0f);
+          std::vector<uint16_t> hf(static_cast<size_t>(n_pos + hd));
+          AttendHead(head, qs[i].q, qs[i].k0, qs[i].n_keys, scale, sc.data(), hf.data(), one.data());
+          ASSERT_EQ(0, std::memcmp(one.data(), qs[i].out, hv * sizeof(float)))
+              << (f16 ? "F16" : "F32") << " window=" << window << " p0=" << p0 << " query " << i;
+        }
+        if (p0 == 90) {
+          for (int j = 0; j < hv; ++j) ASSERT_EQ(qs[1].out[j], 0.0f);
+        }
+      }
+      seed += 31;
+    }
+  }
+}
+
 // The per-block pieces split anywhere give the same bits as one call over all the keys.
 TEST(AttentionHeadTest, BlockPiecesAreSplitInvariant) {
   for (bool f16 : {true, false}) {

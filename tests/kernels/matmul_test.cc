@@ -119,6 +119,38 @@ TEST_P(MatMulTypeTest, BatchAndThreadInvariance) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulTypeTest, ::testing::ValuesIn(kAllTypes),
                          [](const auto& info) { return std::string(GgmlTypeName(info.param)); });
 
+// MatMulShared gives each weight exactly what its own MatMul gives: with a shared dot type (Q8_0 and
+// Q4_0 both take Q8_0 activations; Q4_K and Q6_K both Q8_K), with mixed dot types (the fallback), and
+// with odd row counts that make a thread's range straddle the weights' boundaries.
+TEST(MatMulTest, SharedEqualsSeparateCalls) {
+  const std::vector<std::vector<GgmlType>> sets = {{GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q8_0},
+                                                   {GgmlType::Q4_K, GgmlType::Q6_K},
+                                                   {GgmlType::F16, GgmlType::Q8_0, GgmlType::F32}};
+  ThreadPool two(2), three(3);
+  for (const auto& types : sets) {
+    const int64_t n_in = 512;
+    std::vector<testing::TestWeight> ws;
+    for (size_t i = 0; i < types.size(); ++i) ws.push_back(MakeWeight(types[i], n_in, 13 + 6 * static_cast<int64_t>(i), 40 + i));
+    for (int64_t n_tok : {1, 5}) {
+      const auto x = RandomFloats(static_cast<size_t>(n_in * n_tok), 41 + n_tok);
+      for (ThreadPool* pool : {&two, &three}) {
+        std::vector<std::vector<float>> shared(ws.size()), separate(ws.size());
+        std::vector<MatMulOut> outs;
+        for (size_t i = 0; i < ws.size(); ++i) {
+          shared[i].assign(static_cast<size_t>(ws[i].view.n_out * n_tok), -1.0f);
+          separate[i].assign(shared[i].size(), -2.0f);
+          MatMul(ws[i].view, x.data(), n_tok, separate[i].data(), *pool);
+          outs.push_back({&ws[i].view, shared[i].data()});
+        }
+        MatMulShared(outs.data(), static_cast<int>(outs.size()), x.data(), n_tok, *pool);
+        for (size_t i = 0; i < ws.size(); ++i) {
+          EXPECT_TRUE(BitwiseEqual(shared[i], separate[i])) << GgmlTypeName(types[i]) << " n_tok=" << n_tok;
+        }
+      }
+    }
+  }
+}
+
 // Raw Q8_0 bytes including -128 weights (never produced by ggml's quantizer but legal in a file):
 // the SIMD sign trick must not overflow.
 TEST(MatMulTest, Q8_0ExtremeWeights) {

@@ -244,6 +244,31 @@ TEST(OpsTest, SoftmaxAndSiluArePositionIndependent) {
   EXPECT_EQ(0, std::memcmp(oa.data(), ob.data() + 3, 16 * 4));
 }
 
+// The documented summation order (softmax.cc): groups of 8 reduced in f32 by the Hsum tree, each
+// group's sum and then each tail element added to a double. Checked bitwise for lengths around the
+// group size and for a long row, with NaN-free masked entries, so a changed order fails here.
+TEST(OpsTest, SoftmaxSumsInGgmlOrder) {
+  for (int n : {1, 7, 8, 9, 15, 16, 17, 63, 300}) {
+    auto x = RandomFloats(static_cast<size_t>(n), 90 + n, 6.0f);
+    if (n > 3) x[2] = -INFINITY;
+    std::vector<float> want(x);
+    float mx = -INFINITY;
+    for (float v : want) mx = v > mx ? v : mx;
+    double sum = 0;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+      float* v = want.data() + i;
+      for (int l = 0; l < 8; ++l) v[l] = ExpF(v[l] - mx);
+      sum += static_cast<double>(((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])));
+    }
+    for (; i < n; ++i) sum += static_cast<double>(want[i] = ExpF(want[i] - mx));
+    const float inv = static_cast<float>(1.0 / sum);
+    for (float& v : want) v *= inv;
+    Softmax(x.data(), n);
+    EXPECT_EQ(0, std::memcmp(x.data(), want.data(), static_cast<size_t>(n) * 4)) << "n=" << n;
+  }
+}
+
 TEST(OpsTest, SoftmaxAllMasked) {
   std::vector<float> x(5, -INFINITY);
   Softmax(x.data(), 5);
