@@ -100,7 +100,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const En
         tok_status = spec.status();
         return;
       }
-      StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(*spec);
+      StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(std::move(*spec));
       if (!tok.ok()) {
         tok_status = tok.status();
         return;

@@ -7,17 +7,11 @@
 namespace ember {
 namespace {
 
-inline uint64_t PairKey(int32_t l, int32_t r) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
-}
-// Full 64-bit mix: both halves of the key (left and right symbol ids, small integers) must reach the low
-// bits used as the slot index.
-inline size_t PairHash(uint64_t key) {
-  key ^= key >> 31;
-  key *= 0x9E3779B97F4A7C15ull;
-  key ^= key >> 29;
-  key *= 0xBF58476D1CE4E5B9ull;
-  return static_cast<size_t>(key ^ (key >> 32));
+// Key of the merge table: the (left, right) text hashes mixed asymmetrically ((a, b) != (b, a)).
+inline uint64_t PairHash(uint64_t left, uint64_t right) {
+  uint64_t x = left ^ ((right << 29) | (right >> 35));
+  x *= 0xBF58476D1CE4E5B9ull;
+  return x ^ (x >> 31);
 }
 
 // Heap order: the best candidate (lowest rank, then leftmost) on top of a std::*_heap max-heap.
@@ -27,60 +21,80 @@ inline bool Worse(const BpeModel::Scratch::Candidate& a, const BpeModel::Scratch
 
 }  // namespace
 
-int32_t BpeModel::Intern(std::string_view text) {
-  const int32_t found = symbols_.Find(text);
-  if (found != StringIdMap::kAbsent) return found;
-  const int32_t sid = n_tokens_ + static_cast<int32_t>(extra_texts_.size());
-  extra_texts_.emplace_back(text);
-  symbols_.Set(text, sid);
-  return sid;
-}
-
-void BpeModel::AddMerge(int32_t left, int32_t right, int32_t rank, int32_t result) {
-  const uint64_t key = PairKey(left, right);
-  const size_t mask = pairs_.size() - 1;
-  for (size_t i = PairHash(key) & mask;; i = (i + 1) & mask) {
-    if (pairs_[i].key == key) return;  // duplicate merge: the first (lowest) rank wins, as in llama.cpp
-    if (pairs_[i].key == ~uint64_t{0}) {
-      pairs_[i] = PairEntry{key, rank, result};
-      return;
+int32_t BpeModel::FindRank(std::string_view left, std::string_view right, uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  const uint32_t tag = static_cast<uint32_t>(hash >> 32);
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const MergeSlot& s = slots_[i];
+    if (s.rank < 0) return -1;
+    if (s.tag != tag || s.left_len != left.size() || s.right_len != right.size()) continue;
+    const char* t = merge_bytes_.data() + s.offset;
+    if (left == std::string_view(t, left.size()) && right == std::string_view(t + left.size() + 1, right.size())) {
+      return s.rank;
     }
   }
 }
 
-const BpeModel::PairEntry* BpeModel::FindMerge(int32_t left, int32_t right) const {
-  const uint64_t key = PairKey(left, right);
-  const size_t mask = pairs_.size() - 1;
-  for (size_t i = PairHash(key) & mask;; i = (i + 1) & mask) {
-    if (pairs_[i].key == key) return &pairs_[i];
-    if (pairs_[i].key == ~uint64_t{0}) return nullptr;
-  }
-}
-
-StatusOr<BpeModel> BpeModel::Build(const std::vector<std::string>& tokens, const std::vector<std::string>& merges) {
+StatusOr<BpeModel> BpeModel::Build(const StringIdMap* tokens, const std::vector<std::string>& merges) {
   BpeModel m;
-  m.n_tokens_ = static_cast<int32_t>(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) m.symbols_.Set(tokens[i], static_cast<int32_t>(i));
-  size_t cap = 1024;
-  while (cap < merges.size() * 2) cap *= 2;
-  m.pairs_.assign(cap, PairEntry{});
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const std::string& merge = merges[rank];
-    // Split at the first space after the first byte (a merge's left part may itself be a space).
+  m.tokens_ = tokens;
+  const size_t n = merges.size();
+  if (n > static_cast<size_t>(INT32_MAX) - 1) return InvalidArgument("tokenizer has too many merges");
+  size_t bytes = 0;
+  for (const std::string& merge : merges) bytes += merge.size();
+  if (bytes > UINT32_MAX) return InvalidArgument("tokenizer merges are too large");
+  m.merge_bytes_.reserve(bytes);
+  m.merge_offsets_.reserve(n + 1);
+  m.merge_offsets_.push_back(0);
+  // A merge splits at its first space after the first byte (a left part may itself be a space). Symbols
+  // never contain an ASCII space (the byte-level map moves it to U+0120), so only merges whose halves have
+  // none can match, and for those this split is the one a lookup of "left right" implies. Malformed merges
+  // (no space; llama.cpp keeps them as ("", "") which never matches) and halves too long for a slot (no
+  // token is 64 KiB, so they could not match either) are not inserted.
+  auto split = [](std::string_view merge) {
     const size_t space = merge.find(' ', 1);
-    if (space == std::string::npos) continue;  // malformed: llama.cpp keeps it as ("", "") which never matches
-    const std::string_view left = std::string_view(merge).substr(0, space);
-    const std::string_view right = std::string_view(merge).substr(space + 1);
-    const int32_t l = m.Intern(left), r = m.Intern(right);
-    const int32_t result = m.Intern(std::string(left) + std::string(right));
-    m.AddMerge(l, r, static_cast<int32_t>(rank), result);
+    const bool ok = space != std::string_view::npos && space <= UINT16_MAX && merge.size() - space - 1 <= UINT16_MAX;
+    return ok ? space : std::string_view::npos;
+  };
+  // Pass 1 (sequential): copy the texts and hash their halves.
+  std::vector<uint64_t> hashes(n);
+  for (size_t rank = 0; rank < n; ++rank) {
+    const std::string_view merge = merges[rank];
+    m.merge_bytes_ += merge;
+    m.merge_offsets_.push_back(static_cast<uint32_t>(m.merge_bytes_.size()));
+    const size_t space = split(merge);
+    if (space == std::string_view::npos) continue;
+    hashes[rank] = PairHash(StringIdMap::Hash(merge.substr(0, space)), StringIdMap::Hash(merge.substr(space + 1)));
+  }
+  // Pass 2: insert, prefetching slots a few merges ahead (the inserts are independent cache misses).
+  size_t cap = 1024;
+  while (cap < n + n / 2) cap *= 2;
+  m.slots_.assign(cap, MergeSlot{});
+  const size_t mask = cap - 1;
+  constexpr size_t kAhead = 16;
+  for (size_t rank = 0; rank < n; ++rank) {
+    if (rank + kAhead < n) __builtin_prefetch(&m.slots_[hashes[rank + kAhead] & mask], 1);
+    const std::string_view text = m.MergeText(static_cast<int32_t>(rank));
+    const size_t space = split(text);
+    if (space == std::string_view::npos) continue;
+    const uint64_t h = hashes[rank];
+    const uint32_t tag = static_cast<uint32_t>(h >> 32);
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      MergeSlot& s = m.slots_[i];
+      if (s.rank < 0) {
+        s = MergeSlot{tag, static_cast<int32_t>(rank), m.merge_offsets_[rank], static_cast<uint16_t>(space),
+                      static_cast<uint16_t>(text.size() - space - 1)};
+        break;
+      }
+      // Duplicate merge: the first (lowest) rank wins, as in llama.cpp.
+      if (s.tag == tag && m.MergeText(s.rank) == text) break;
+    }
   }
   for (int b = 0; b < 256; ++b) {
     m.byte_chars_[b] = unicode::ByteToUnicode(static_cast<uint8_t>(b));
-    m.byte_symbol_[b] = m.Intern(m.byte_chars_[b]);
+    m.byte_hash_[b] = StringIdMap::Hash(m.byte_chars_[b]);
     const char c = static_cast<char>(b);
-    const int32_t id = m.symbols_.Find(std::string_view(&c, 1));
-    m.single_byte_token_[b] = id < m.n_tokens_ ? id : -1;
+    m.single_byte_token_[b] = tokens->Find(std::string_view(&c, 1));
   }
   return m;
 }
@@ -89,30 +103,33 @@ void BpeModel::PushCandidate(Scratch& s, int32_t left) const {
   if (left < 0) return;
   const int32_t right = s.symbols[left].next;
   if (right < 0) return;
-  const int32_t ls = s.symbols[left].sid, rs = s.symbols[right].sid;
-  const PairEntry* e = FindMerge(ls, rs);
-  if (e == nullptr) return;
-  s.heap.push_back({e->rank, left, ls, rs});
+  const Scratch::Symbol& l = s.symbols[left];
+  const Scratch::Symbol& r = s.symbols[right];
+  const std::string_view enc = s.encoded;
+  const int32_t rank = FindRank(enc.substr(l.start, l.len), enc.substr(r.start, r.len), PairHash(l.hash, r.hash));
+  if (rank < 0) return;
+  s.heap.push_back({rank, left, l.len, r.len});
   std::push_heap(s.heap.begin(), s.heap.end(), Worse);
 }
 
-void BpeModel::EmitSymbol(int32_t sid, std::vector<int32_t>& out) const {
-  if (sid < n_tokens_) {
-    out.push_back(sid);
+void BpeModel::EmitSymbol(std::string_view text, uint64_t hash, std::vector<int32_t>& out) const {
+  const int32_t id = tokens_->FindHashed(text, hash);
+  if (id != StringIdMap::kAbsent) {
+    out.push_back(id);
     return;
   }
   // Not a token: llama.cpp looks up each byte of the (byte-level encoded) text as a one-byte token.
-  for (const char c : extra_texts_[sid - n_tokens_]) {
-    const int32_t id = single_byte_token_[static_cast<uint8_t>(c)];
-    if (id >= 0) out.push_back(id);
+  for (const char c : text) {
+    const int32_t b = single_byte_token_[static_cast<uint8_t>(c)];
+    if (b >= 0) out.push_back(b);
   }
 }
 
 bool BpeModel::EncodeWholeWord(std::string_view word, Scratch& s, std::vector<int32_t>& out) const {
   s.encoded.clear();
   for (const char c : word) s.encoded += byte_chars_[static_cast<uint8_t>(c)];
-  const int32_t id = symbols_.Find(s.encoded);
-  if (id == StringIdMap::kAbsent || id >= n_tokens_) return false;
+  const int32_t id = tokens_->Find(s.encoded);
+  if (id == StringIdMap::kAbsent) return false;
   out.push_back(id);
   return true;
 }
@@ -122,9 +139,14 @@ void BpeModel::EncodeWord(std::string_view word, bool ignore_merges, Scratch& s,
   if (ignore_merges && EncodeWholeWord(word, s, out)) return;
   const int32_t n = static_cast<int32_t>(word.size());
   s.symbols.resize(n);
+  s.encoded.clear();
   for (int32_t i = 0; i < n; ++i) {
-    s.symbols[i] = {byte_symbol_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
+    const uint8_t b = static_cast<uint8_t>(word[i]);
+    s.symbols[i] = {static_cast<uint32_t>(s.encoded.size()), static_cast<uint32_t>(byte_chars_[b].size()), i - 1,
+                    i + 1 < n ? i + 1 : -1, byte_hash_[b]};
+    s.encoded += byte_chars_[b];
   }
+  const std::string_view enc = s.encoded;
   s.heap.clear();
   for (int32_t i = 0; i + 1 < n; ++i) PushCandidate(s, i);
   while (!s.heap.empty()) {
@@ -132,18 +154,22 @@ void BpeModel::EncodeWord(std::string_view word, bool ignore_merges, Scratch& s,
     const Scratch::Candidate c = s.heap.back();
     s.heap.pop_back();
     Scratch::Symbol& left = s.symbols[c.left];
-    // Stale if either side changed since the candidate was queued (merged into, or absorbed).
-    if (left.sid != c.left_sid || left.next < 0) continue;
+    // Stale if either side changed since the candidate was queued (merged into, or absorbed). A symbol's
+    // start never moves, so its length identifies its text.
+    if (left.len != c.left_len || left.next < 0) continue;
     Scratch::Symbol& right = s.symbols[left.next];
-    if (right.sid != c.right_sid) continue;
-    left.sid = FindMerge(c.left_sid, c.right_sid)->result;
+    if (right.len != c.right_len) continue;
+    left.len += right.len;
+    left.hash = StringIdMap::Hash(enc.substr(left.start, left.len));
     left.next = right.next;
     if (right.next >= 0) s.symbols[right.next].prev = c.left;
-    right.sid = -1;
+    right.len = 0;
     PushCandidate(s, left.prev);
     PushCandidate(s, c.left);
   }
-  for (int32_t i = 0; i >= 0; i = s.symbols[i].next) EmitSymbol(s.symbols[i].sid, out);
+  for (int32_t i = 0; i >= 0; i = s.symbols[i].next) {
+    EmitSymbol(enc.substr(s.symbols[i].start, s.symbols[i].len), s.symbols[i].hash, out);
+  }
 }
 
 }  // namespace ember

@@ -72,18 +72,23 @@ Tokenizer::~Tokenizer() = default;
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec_in) {
   EMBER_RETURN_IF_ERROR(ValidateSpec(spec_in));
-  std::unique_ptr<Tokenizer> tok(new Tokenizer(spec_in));
+  return Create(TokenizerSpec(spec_in));
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec&& spec_in) {
+  EMBER_RETURN_IF_ERROR(ValidateSpec(spec_in));
+  std::unique_ptr<Tokenizer> tok(new Tokenizer(std::move(spec_in)));
   TokenizerSpec& spec = tok->spec_;
   Impl& im = *tok->impl_;
   for (size_t i = 0; i < spec.tokens.size(); ++i) {
     if (spec.tokens[i].empty()) spec.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp
-    im.token_map.Set(spec.tokens[i], static_cast<int32_t>(i));
   }
+  im.token_map.SetIndexed(spec.tokens);
   if (spec.model == "gpt2") {
     EMBER_ASSIGN_OR_RETURN(im.pre, PreTokenizerFromName(spec.pre));
     im.ignore_merges = im.pre.kind == PreTokenizerKind::kLlama3;
     im.clean_spaces = im.pre.clean_spaces;
-    EMBER_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::Build(spec.tokens, spec.merges));
+    EMBER_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::Build(&im.token_map, spec.merges));
     im.bpe.emplace(std::move(bpe));
   } else if (spec.model == "llama") {
     im.is_spm = true;
@@ -196,7 +201,7 @@ bool Tokenizer::IsControl(int32_t id) const {
 StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerFromGguf(const std::string& path) {
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
   EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec, TokenizerSpecFromGguf(*file));
-  auto tok = Tokenizer::Create(spec);
+  auto tok = Tokenizer::Create(std::move(spec));
   if (!tok.ok()) return tok.status().WithContext(path);
   return tok;
 }

@@ -28,6 +28,8 @@ class Tokenizer {
   // InvalidArgument for an inconsistent spec (sizes disagree, special id out of range), Unimplemented for
   // a tokenizer model or pre-tokenizer ember does not support.
   static StatusOr<std::unique_ptr<Tokenizer>> Create(const TokenizerSpec& spec);
+  // The same without copying the spec (a Llama 3 spec is ~400k strings).
+  static StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerSpec&& spec);
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;

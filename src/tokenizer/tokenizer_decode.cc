@@ -1,6 +1,7 @@
 // Token ids -> text: per-token pieces (llama_token_to_piece), whole-sequence decoding, llama.cpp's
 // detokenizer space clean-up, and the streaming detokenizer.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 
@@ -34,6 +35,31 @@ std::string ByteTokenPiece(const std::string& text) {
 // A byte-level BPE token's text maps back to bytes code point by code point; a code point outside the
 // byte map is rendered as llama.cpp renders it (never happens for real vocabularies).
 std::string ByteLevelDecode(const std::string& text) {
+  // Fast path for the usual token (ASCII and valid 2-byte characters, all in the byte map), without a code
+  // point vector: rendering all 128k Llama 3 pieces is on the startup path. kCpToByte: code point -> byte
+  // for the code points of the byte map (all below U+0200), -1 elsewhere.
+  static const std::array<int16_t, 0x200> kCpToByte = [] {
+    std::array<int16_t, 0x200> t{};
+    for (uint32_t cp = 0; cp < t.size(); ++cp) t[cp] = static_cast<int16_t>(unicode::UnicodeToByte(cp));
+    return t;
+  }();
+  std::string fast;
+  fast.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const uint8_t c = static_cast<uint8_t>(text[i]);
+    uint32_t cp = c;
+    if (c >= 0x80) {
+      const uint8_t c1 = i + 1 < text.size() ? static_cast<uint8_t>(text[i + 1]) : 0;
+      if (c < 0xC2 || c > 0xDF || (c1 & 0xC0) != 0x80) break;
+      cp = ((c & 0x1Fu) << 6) | (c1 & 0x3Fu);
+      ++i;
+    }
+    const int b = cp < kCpToByte.size() ? kCpToByte[cp] : -1;
+    if (b < 0) break;
+    fast += static_cast<char>(b);
+    if (i + 1 == text.size()) return fast;
+  }
+  if (text.empty()) return fast;
   std::vector<uint32_t> cps;
   unicode::DecodeUtf8Lenient(text, cps);
   std::string out;
