@@ -205,8 +205,21 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
     b_lo = std::min(b_lo, queries[i].k0 / bs);
     b_end = std::max(b_end, (queries[i].n_keys + bs - 1) / bs);
   }
+  // Blocks are separate allocations, so the hardware prefetcher loses the stream at each boundary; in
+  // a decode step (every query at one position) the KV comes from DRAM, so the next block is requested
+  // while this one is used. A prefill tile finds its blocks in cache and skips this.
+  bool one_position = true;
+  for (int i = 1; i < n_queries; ++i) one_position = one_position && queries[i].n_keys == queries[0].n_keys;
+  const size_t elem = f16 ? 2 : 4;
+  auto prefetch_block = [&](bool v, int64_t b) {
+    if (!one_position || b >= b_end) return;
+    const uint8_t* p = kv.block(kv.ctx, v, b);
+    const size_t bytes = static_cast<size_t>(bs) * static_cast<size_t>(v ? hv : hd) * elem;
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+  };
   for (int64_t b = b_lo; b < b_end; ++b) {  // scores = (k_j · q) * scale
     const uint8_t* kh = kv.block(kv.ctx, false, b);  // [bs][hd]
+    prefetch_block(false, b + 1);
     for (int i = 0; i < n_queries; ++i) {
       const AttnQuery& qu = queries[i];
       if (b * bs >= qu.n_keys || (b + 1) * bs <= qu.k0) continue;
@@ -233,6 +246,7 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
   }
   for (int64_t b = b_lo; b < b_end; ++b) {  // out = Σ_j p_j v_j
     const uint8_t* vh = kv.block(kv.ctx, true, b);  // [bs][hv]
+    prefetch_block(true, b + 1);
     for (int i = 0; i < n_queries; ++i) {
       const AttnQuery& qu = queries[i];
       if (b * bs >= qu.n_keys || (b + 1) * bs <= qu.k0) continue;
