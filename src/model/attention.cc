@@ -17,6 +17,7 @@ namespace {
 // Queries computed together against one kv head (a GQA group times a few consecutive tokens): each
 // KV block is then read from memory once per tile instead of once per query.
 constexpr int64_t kTileQueries = 16;
+constexpr int64_t kTileScoreFloats = int64_t{1} << 17;
 
 struct HeadKv {
   const KvState* kv;
@@ -45,13 +46,16 @@ void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels:
   const ModelConfig& c = model_.config();
   const KvConfig& kc = kv.config();
   const int64_t group = c.n_head / c.n_head_kv;
-  const int64_t tile = std::max<int64_t>(1, kTileQueries / group);  // tokens per tile
+  const int64_t pos0 = kv.n_pos();  // not committed yet: the ubatch's first position
+  const int64_t keys = pos0 + n;     // the most keys a query sees
+  // Tokens per tile; fewer at long contexts, so that the per-thread scratch stays near 512 KiB of
+  // scores (a GQA group is the least: a long-context prefill still reads each block once per group).
+  const int64_t tile = std::max<int64_t>(1, std::min(kTileQueries / group, kTileScoreFloats / (group * keys)));
   const int64_t n_tiles = (n + tile - 1) / tile;
   const float scale = c.attn_scale > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
   const int64_t window = c.is_swa(layer) ? c.n_swa : 0;
-  const int64_t pos0 = kv.n_pos();  // not committed yet: the ubatch's first position
-  // Per thread and query slot: scores [keys] and halves [head_dim_k + keys], keys <= pos0 + n.
-  const int64_t keys = pos0 + n, slots = tile * group;
+  // Per thread and query slot: scores [keys] and halves [head_dim_k + keys].
+  const int64_t slots = tile * group;
   const int64_t half_stride = keys + c.head_dim_k;
   const size_t need_scores = static_cast<size_t>(pool.size() * slots * keys);
   const size_t need_half = static_cast<size_t>(pool.size() * slots * half_stride);
