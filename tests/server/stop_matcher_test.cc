@@ -68,7 +68,8 @@ TEST(StopMatcher, EmptyStopStringIsIgnored) {
 TEST(StopMatcher, HoldsBackIncompleteUtf8) {
   StopMatcher m({});
   const std::string euro = "\xE2\x82\xAC";  // U+20AC in three byte tokens
-  EXPECT_EQ(m.Push("a" + euro.substr(0, 1)), "a");
+  const std::string first = std::string("a").append(euro, 0, 1);  // not "a" + ...: GCC 12 -Wrestrict false positive
+  EXPECT_EQ(m.Push(first), "a");
   EXPECT_EQ(m.Push(euro.substr(1, 1)), "");
   EXPECT_EQ(m.Push(euro.substr(2, 1)), euro);
 }
