@@ -186,6 +186,18 @@ void AttendHead(const AttnKvHead& kv, const float* q, int64_t k0, int64_t n_keys
   AttendHeads(kv, &query, 1, scale);
 }
 
+namespace {
+
+// The keys of block b that query qu sees, as rows [j0, j1) of the block; false if none.
+bool BlockRows(const AttnQuery& qu, int64_t b, int64_t bs, int64_t* j0, int64_t* j1) {
+  if (b * bs >= qu.n_keys || (b + 1) * bs <= qu.k0) return false;
+  *j0 = std::max(qu.k0, b * bs) - b * bs;
+  *j1 = std::min(bs, qu.n_keys - b * bs);
+  return true;
+}
+
+}  // namespace
+
 void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, float scale) {
   if (n_queries <= 0) return;
   const int hd = kv.head_dim_k, hv = kv.head_dim_v;
@@ -199,17 +211,18 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
       AttnPrepareQueryF16(queries[i].q, hd, queries[i].half, qf_all.data() + static_cast<size_t>(i) * hd);
     }
   }
-  int64_t b_lo = INT64_MAX, b_end = 0;  // the blocks any query touches
+  // The blocks any query touches, and whether all queries sit at one position (a decode step).
+  int64_t b_lo = INT64_MAX, b_end = 0;
+  bool one_position = true;
   for (int i = 0; i < n_queries; ++i) {
+    one_position = one_position && queries[i].n_keys == queries[0].n_keys;
     if (queries[i].n_keys <= queries[i].k0) continue;
     b_lo = std::min(b_lo, queries[i].k0 / bs);
     b_end = std::max(b_end, (queries[i].n_keys + bs - 1) / bs);
   }
   // Blocks are separate allocations, so the hardware prefetcher loses the stream at each boundary; in
-  // a decode step (every query at one position) the KV comes from DRAM, so the next block is requested
-  // while this one is used. A prefill tile finds its blocks in cache and skips this.
-  bool one_position = true;
-  for (int i = 1; i < n_queries; ++i) one_position = one_position && queries[i].n_keys == queries[0].n_keys;
+  // a decode step the KV comes from DRAM, so the next block is requested while this one is used. A
+  // prefill tile finds its blocks in cache and skips this.
   const size_t elem = f16 ? 2 : 4;
   auto prefetch_block = [&](bool v, int64_t b) {
     if (!one_position || b >= b_end) return;
@@ -222,8 +235,8 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
     prefetch_block(false, b + 1);
     for (int i = 0; i < n_queries; ++i) {
       const AttnQuery& qu = queries[i];
-      if (b * bs >= qu.n_keys || (b + 1) * bs <= qu.k0) continue;
-      const int64_t j0 = std::max(qu.k0, b * bs) - b * bs, j1 = std::min(bs, qu.n_keys - b * bs);
+      int64_t j0, j1;
+      if (!BlockRows(qu, b, bs, &j0, &j1)) continue;
       float* sc = qu.scores + (b * bs - qu.k0) + j0;  // scores[i] belongs to key k0 + i
       if (f16) {
         AttnScoresF16(reinterpret_cast<const uint16_t*>(kh) + j0 * hd, qu.half,
@@ -249,8 +262,8 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
     prefetch_block(true, b + 1);
     for (int i = 0; i < n_queries; ++i) {
       const AttnQuery& qu = queries[i];
-      if (b * bs >= qu.n_keys || (b + 1) * bs <= qu.k0) continue;
-      const int64_t j0 = std::max(qu.k0, b * bs) - b * bs, j1 = std::min(bs, qu.n_keys - b * bs);
+      int64_t j0, j1;
+      if (!BlockRows(qu, b, bs, &j0, &j1)) continue;
       const float* p = qu.scores + (b * bs - qu.k0) + j0;
       if (f16) {
         AttnAccumF16(p, reinterpret_cast<const uint16_t*>(vh) + j0 * hv, hv, j1 - j0, qu.out);

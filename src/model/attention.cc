@@ -6,7 +6,6 @@
 // that scales q itself (ModelConfig::attn_scale) gets scale 1 here, as llama.cpp's kq_scale = 1.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "kernels/attention_head.h"
 #include "model/forward.h"
@@ -61,8 +60,10 @@ void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels:
   const size_t need_half = static_cast<size_t>(pool.size() * slots * half_stride);
   if (scores_.size() < need_scores) scores_.resize(need_scores);
   if (half_.size() < need_half) half_.resize(need_half);
+  const size_t need_queries = static_cast<size_t>(pool.size() * slots);
+  if (tile_queries_.size() < need_queries) tile_queries_.resize(need_queries);
   pool.ParallelFor(n_tiles * c.n_head_kv, [&](int64_t b, int64_t e, int thread) {
-    std::vector<kernels::AttnQuery> queries(static_cast<size_t>(slots));
+    kernels::AttnQuery* queries = tile_queries_.data() + thread * slots;
     for (int64_t i = b; i < e; ++i) {
       const int64_t t0 = Zigzag(i / c.n_head_kv, n_tiles) * tile, t1 = std::min(n, t0 + tile);
       const int kvh = static_cast<int>(i % c.n_head_kv);
@@ -88,7 +89,7 @@ void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels:
       head.f16 = kc.dtype == KvDtype::kF16;
       head.ctx = &ctx;
       head.block = HeadBlock;
-      kernels::AttendHeads(head, queries.data(), nq, scale);
+      kernels::AttendHeads(head, queries, nq, scale);
     }
   });
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/attention_head.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_state.h"
 #include "model/model.h"
@@ -74,6 +75,7 @@ class ForwardContext {
   // Per pool thread attention scratch.
   std::vector<float> scores_;      // [threads][tile queries][keys]
   std::vector<uint16_t> half_;     // [threads][tile queries][keys + head_dim_k]  fp16 q and probabilities
+  std::vector<kernels::AttnQuery> tile_queries_;  // [threads][tile queries]
 };
 
 }  // namespace ember

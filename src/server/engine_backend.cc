@@ -178,32 +178,33 @@ class EngineBackend final : public InferenceBackend {
 
  private:
   static CacheTierStats SsdTierStats(const TieredStats& t) {
-    auto gauge = [](const char* n, double v) { return StatValue{n, v, false}; };
-    auto counter = [](const char* n, double v) { return StatValue{n, v, true}; };
+    // Any arithmetic value (uint64 counters, double rates) reported as a double.
+    auto gauge = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), false}; };
+    auto counter = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), true}; };
     CacheTierStats ssd;
     ssd.tier = "ssd";
-    ssd.values = {gauge("entries", static_cast<double>(t.entries)), gauge("bytes", static_cast<double>(t.bytes)),
-                  gauge("cap", static_cast<double>(t.cap)), counter("lookups", static_cast<double>(t.store.lookups)),
-                  counter("hits", static_cast<double>(t.store.hits)),
-                  counter("misses", static_cast<double>(t.store.lookups - t.store.hits)),
-                  counter("tokens_served", static_cast<double>(t.tokens_served)),
-                  counter("tokens_recomputed", static_cast<double>(t.tokens_recomputed)),
-                  counter("restores", static_cast<double>(t.store.restores)),
-                  counter("restore_failures", static_cast<double>(t.store.restore_failures)),
-                  counter("restore_chosen", static_cast<double>(t.restore_chosen)),
-                  counter("recompute_chosen", static_cast<double>(t.recompute_chosen)),
-                  counter("spills", static_cast<double>(t.store.spills)),
-                  counter("spill_failures", static_cast<double>(t.store.spill_failures)),
-                  counter("no_space", static_cast<double>(t.store.no_space)),
-                  counter("dropped_spills", static_cast<double>(t.queue.dropped)),
-                  counter("demotions", static_cast<double>(t.demotions)),
-                  counter("evictions", static_cast<double>(t.store.evictions)),
-                  counter("superseded", static_cast<double>(t.store.superseded)),
-                  counter("relief_writes", static_cast<double>(t.relief_writes)),
-                  counter("relief_freed", static_cast<double>(t.relief_freed)),
-                  counter("corrupt_deleted", static_cast<double>(t.store.corrupt_deleted)),
-                  gauge("write_queue_bytes", static_cast<double>(t.queue.queued_bytes)),
-                  gauge("write_queue_jobs", static_cast<double>(t.queue.queued_jobs)),
+    ssd.values = {gauge("entries", t.entries), gauge("bytes", t.bytes),
+                  gauge("cap", t.cap), counter("lookups", t.store.lookups),
+                  counter("hits", t.store.hits),
+                  counter("misses", t.store.lookups - t.store.hits),
+                  counter("tokens_served", t.tokens_served),
+                  counter("tokens_recomputed", t.tokens_recomputed),
+                  counter("restores", t.store.restores),
+                  counter("restore_failures", t.store.restore_failures),
+                  counter("restore_chosen", t.restore_chosen),
+                  counter("recompute_chosen", t.recompute_chosen),
+                  counter("spills", t.store.spills),
+                  counter("spill_failures", t.store.spill_failures),
+                  counter("no_space", t.store.no_space),
+                  counter("dropped_spills", t.queue.dropped),
+                  counter("demotions", t.demotions),
+                  counter("evictions", t.store.evictions),
+                  counter("superseded", t.store.superseded),
+                  counter("relief_writes", t.relief_writes),
+                  counter("relief_freed", t.relief_freed),
+                  counter("corrupt_deleted", t.store.corrupt_deleted),
+                  gauge("write_queue_bytes", t.queue.queued_bytes),
+                  gauge("write_queue_jobs", t.queue.queued_jobs),
                   gauge("last_durable_flush_unix_s", t.last_flush_unix_s),
                   gauge("read_bytes_per_s", t.read_bytes_per_s),
                   gauge("prefill_tokens_per_s", t.prefill_tokens_per_s)};

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cache/kv_entry_state.h"
+#include "cache/session_test_util.h"
 
 namespace ember {
 namespace {
@@ -21,17 +22,8 @@ class CachedSessionTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() / ("ember_cache_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     const std::string model = (dir_ / "tiny.gguf").string();
-    const std::string cmd = std::string(EMBER_BINARY_DIR) + "/ember gen-model --out '" + model +
-                            "' --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type f32 > /dev/null";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    EngineOptions eo;
-    eo.threads = 2;
-    eo.ubatch = 64;
-    eo.n_ctx = 2048;
-    eo.kv_dtype = KvDtype::kF32;
-    auto e = Engine::Load(model, eo);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(e).value().release();
+    engine_ = session_test::GenerateAndLoad(model, "--n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type f32",
+                                            KvDtype::kF32, /*load_tokenizer=*/true);
   }
   static void TearDownTestSuite() {
     delete engine_;
@@ -39,27 +31,12 @@ class CachedSessionTest : public ::testing::Test {
   }
 
   // Deterministic ids in the ordinary-token range.
-  static std::vector<int32_t> Ids(size_t n, uint32_t seed) {
-    std::vector<int32_t> v(n);
-    uint32_t x = seed * 2654435761u + 1;
-    for (auto& t : v) {
-      x = x * 1664525u + 1013904223u;
-      t = 100 + static_cast<int32_t>(x % 20000);
-    }
-    return v;
-  }
+  static std::vector<int32_t> Ids(size_t n, uint32_t seed) { return session_test::PseudoIds(n, seed, 100, 20000); }
   static std::vector<int32_t> Cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
+    return session_test::Cat(std::move(a), b);
   }
   static SessionRequest Req(std::vector<int32_t> prompt, int max_tokens = 8, std::string ns = "") {
-    SessionRequest r;
-    r.prompt = std::move(prompt);
-    r.ns = std::move(ns);
-    r.generate.max_tokens = max_tokens;
-    r.generate.sampling.temperature = 0;  // greedy
-    r.generate.stop_at_eog = false;
-    return r;
+    return session_test::GreedyRequest(std::move(prompt), max_tokens, std::move(ns));
   }
   static uint64_t Checksum(const KvState& kv) {
     VectorSink sink;

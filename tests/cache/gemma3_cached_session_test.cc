@@ -10,6 +10,7 @@
 
 #include "cache/cached_session.h"
 #include "cache/kv_entry_state.h"
+#include "cache/session_test_util.h"
 #include "cache/trim_rules.h"
 
 namespace ember {
@@ -24,45 +25,23 @@ class Gemma3CachedSessionTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     const std::string model = (dir_ / "g.gguf").string();
     // Layers 0, 1 local (window 128), layer 2 global.
-    const std::string cmd = std::string(EMBER_BINARY_DIR) + "/ember gen-model --out '" + model +
-                            "' --arch gemma3 --tokenizer gemma3 --n-layer 3 --n-embd 64 --n-head 4 --n-head-kv 2"
-                            " --n-ff 128 --sliding-window 128 --swa-pattern 3 --untied --type f32 > /dev/null";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    EngineOptions eo;
-    eo.threads = 2;
-    eo.ubatch = 64;
-    eo.n_ctx = 2048;
-    eo.kv_dtype = KvDtype::kF16;
-    eo.load_tokenizer = false;
-    auto e = Engine::Load(model, eo);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(e).value().release();
+    engine_ = session_test::GenerateAndLoad(model,
+                                            "--arch gemma3 --tokenizer gemma3 --n-layer 3 --n-embd 64 --n-head 4 "
+                                            "--n-head-kv 2 --n-ff 128 --sliding-window 128 --swa-pattern 3 "
+                                            "--untied --type f32",
+                                            KvDtype::kF16, /*load_tokenizer=*/false);
   }
   static void TearDownTestSuite() {
     delete engine_;
     std::filesystem::remove_all(dir_);
   }
 
-  static std::vector<int32_t> Ids(size_t n, uint32_t seed) {
-    std::vector<int32_t> v(n);
-    uint32_t x = seed * 2654435761u + 1;
-    for (auto& t : v) {
-      x = x * 1664525u + 1013904223u;
-      t = 1000 + static_cast<int32_t>(x % 200000);
-    }
-    return v;
-  }
+  static std::vector<int32_t> Ids(size_t n, uint32_t seed) { return session_test::PseudoIds(n, seed, 1000, 200000); }
   static std::vector<int32_t> Cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
+    return session_test::Cat(std::move(a), b);
   }
   static SessionRequest Req(std::vector<int32_t> prompt, int max_tokens = 8) {
-    SessionRequest r;
-    r.prompt = std::move(prompt);
-    r.generate.max_tokens = max_tokens;
-    r.generate.sampling.temperature = 0;
-    r.generate.stop_at_eog = false;
-    return r;
+    return session_test::GreedyRequest(std::move(prompt), max_tokens);
   }
   // Logits after the whole prompt through Prepare (lookup + snapshot split) and the rest as one prefill.
   static std::vector<float> PromptLogits(CachedSession& s, const SessionRequest& req, SessionResult* r) {
