@@ -30,7 +30,7 @@ struct LoadBF16 {
 
 // T <= 2 tokens per pass: 4 accumulators per token plus 4 weight vectors fit the 16 registers.
 template <class L, int T>
-EMBER_AVX2 void DotFloatT(const uint8_t* row, int64_t n, const ActRow* acts, float* out) {
+EMBER_AVX2 void DotFloatT(const uint8_t* row, int64_t n, const ActRow* acts, float* out, int64_t stride) {
   __m256 acc[T][4];
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < 4; ++k) acc[t][k] = _mm256_setzero_ps();
@@ -55,15 +55,16 @@ EMBER_AVX2 void DotFloatT(const uint8_t* row, int64_t n, const ActRow* acts, flo
     }
   }
   for (int t = 0; t < T; ++t) {
-    out[t] = Hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
+    out[t * stride] = Hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
   }
 }
 
 template <class L>
-EMBER_AVX2 void DotFloat(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out) {
+EMBER_AVX2 void DotFloat(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out,
+                         int64_t stride) {
   int j = 0;
-  for (; j + 2 <= n_acts; j += 2) DotFloatT<L, 2>(row, n, acts + j, out + j);
-  if (j < n_acts) DotFloatT<L, 1>(row, n, acts + j, out + j);
+  for (; j + 2 <= n_acts; j += 2) DotFloatT<L, 2>(row, n, acts + j, out + j * stride, stride);
+  if (j < n_acts) DotFloatT<L, 1>(row, n, acts + j, out + j * stride, stride);
 }
 
 }  // namespace

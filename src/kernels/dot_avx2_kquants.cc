@@ -42,7 +42,7 @@ EMBER_AVX2 inline __m256i ShiftBits(__m256i v, int by) {
 }
 
 template <bool kQ5, int T>
-EMBER_AVX2 void DotK45T(const uint8_t* row, int64_t n, const ActRow* acts, float* out) {
+EMBER_AVX2 void DotK45T(const uint8_t* row, int64_t n, const ActRow* acts, float* out, int64_t stride) {
   constexpr int kBytes = kQ5 ? 176 : 144;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   float acc[T] = {};
@@ -87,14 +87,14 @@ EMBER_AVX2 void DotK45T(const uint8_t* row, int64_t n, const ActRow* acts, float
       acc[t] = std::fma(-(dmin * dy), static_cast<float>(msum), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) out[t] = acc[t];
+  for (int t = 0; t < T; ++t) out[t * stride] = acc[t];
 }
 
 // Q6_K: 128-element halves; element 32k + l of a half takes its low nibble from ql[l + 32(k&1)]
 // (k < 2: low, else high nibble) and two high bits from qh[l] >> 2k. Weights are kept unsigned
 // (q + 32) and the offset removed with the activation sums per 16.
 template <int T>
-EMBER_AVX2 void DotQ6KT(const uint8_t* row, int64_t n, const ActRow* acts, float* out) {
+EMBER_AVX2 void DotQ6KT(const uint8_t* row, int64_t n, const ActRow* acts, float* out, int64_t stride) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   float acc[T] = {};
   for (int64_t b = 0; b < n / 256; ++b) {
@@ -138,21 +138,21 @@ EMBER_AVX2 void DotQ6KT(const uint8_t* row, int64_t n, const ActRow* acts, float
       acc[t] = std::fma(d * acts[t].d[b], static_cast<float>(total), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) out[t] = acc[t];
+  for (int t = 0; t < T; ++t) out[t * stride] = acc[t];
 }
 
 template <template <int> class K>
-EMBER_AVX2 void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out) {
+EMBER_AVX2 void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out, int64_t stride) {
   switch (n_acts) {
-    case 4: K<4>::Run(row, n, acts, out); return;
-    case 3: K<3>::Run(row, n, acts, out); return;
-    case 2: K<2>::Run(row, n, acts, out); return;
-    default: K<1>::Run(row, n, acts, out); return;
+    case 4: K<4>::Run(row, n, acts, out, stride); return;
+    case 3: K<3>::Run(row, n, acts, out, stride); return;
+    case 2: K<2>::Run(row, n, acts, out, stride); return;
+    default: K<1>::Run(row, n, acts, out, stride); return;
   }
 }
-template <int T> struct Q4K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o) { DotK45T<false, T>(r, n, a, o); } };
-template <int T> struct Q5K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o) { DotK45T<true, T>(r, n, a, o); } };
-template <int T> struct Q6K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o) { DotQ6KT<T>(r, n, a, o); } };
+template <int T> struct Q4K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { DotK45T<false, T>(r, n, a, o, s); } };
+template <int T> struct Q5K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { DotK45T<true, T>(r, n, a, o, s); } };
+template <int T> struct Q6K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { DotQ6KT<T>(r, n, a, o, s); } };
 
 }  // namespace
 

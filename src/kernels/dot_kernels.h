@@ -25,8 +25,10 @@ namespace ember::kernels {
 // types (register spills eat what the shared weight unpacking saves).
 inline constexpr int kMaxTile = 4;
 
-// out[j] = dot(row, acts[j]) for j < n_acts (1 <= n_acts <= kMaxTile).
-using DotFn = void (*)(const uint8_t* row, int64_t n_in, const ActRow* acts, int n_acts, float* out);
+// out[j * stride] = dot(row, acts[j]) for j < n_acts (1 <= n_acts <= kMaxTile). The stride lets a
+// kernel store straight into the token-major result matrix.
+using DotFn = void (*)(const uint8_t* row, int64_t n_in, const ActRow* acts, int n_acts, float* out,
+                       int64_t stride);
 
 // Scalar implementation; nullptr for types MatMul does not support.
 DotFn ReferenceDotFn(GgmlType type);

@@ -154,8 +154,8 @@ float DotQ6K(const uint8_t* row, const ActRow& a, int64_t n) {
 
 // ---- per-type entry points ---------------------------------------------------------------------
 template <float (*Dot)(const uint8_t*, const ActRow&, int64_t)>
-void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out) {
-  for (int j = 0; j < n_acts; ++j) out[j] = Dot(row, acts[j], n);
+void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out, int64_t stride) {
+  for (int j = 0; j < n_acts; ++j) out[j * stride] = Dot(row, acts[j], n);
 }
 template <float (*Load)(const uint8_t*, int64_t)>
 float DotFloatRow(const uint8_t* row, const ActRow& a, int64_t n) { return DotFloat<Load>(row, a.f, n); }

@@ -29,15 +29,13 @@ constexpr int64_t kRowBlock = 16;
 void RowRange(DotFn fn, const WeightView& w, const ActBatch& acts, int64_t n_tok, int64_t o0,
               int64_t o1, float* y) {
   ActRow tile[kMaxTile];
-  float out[kMaxTile];
   for (int64_t ob = o0; ob < o1; ob += kRowBlock) {
     const int64_t oe = std::min(o1, ob + kRowBlock);
     for (int64_t t = 0; t < n_tok; t += kMaxTile) {
       const int n = static_cast<int>(std::min<int64_t>(kMaxTile, n_tok - t));
       for (int j = 0; j < n; ++j) tile[j] = acts.Row(t + j);
       for (int64_t o = ob; o < oe; ++o) {
-        fn(w.data + o * w.row_bytes, w.n_in, tile, n, out);
-        for (int j = 0; j < n; ++j) y[(t + j) * w.n_out + o] = out[j];
+        fn(w.data + o * w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o, w.n_out);
       }
     }
   }
@@ -120,7 +118,7 @@ void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* 
   const DotFn fn = ReferenceDotFn(w.type);
   for (int64_t t = 0; t < n_tok; ++t) {
     const ActRow row = acts.Row(t);
-    for (int64_t o = 0; o < w.n_out; ++o) fn(w.data + o * w.row_bytes, w.n_in, &row, 1, &y[t * w.n_out + o]);
+    for (int64_t o = 0; o < w.n_out; ++o) fn(w.data + o * w.row_bytes, w.n_in, &row, 1, &y[t * w.n_out + o], 1);
   }
 }
 

@@ -171,6 +171,46 @@ TEST(MatMulTest, Q8_0ExtremeWeights) {
   EXPECT_TRUE(BitwiseEqual(fast, ref));
 }
 
+// 4/5-bit blocks at their largest (all bits set) and smallest (all clear) against activations at
+// +-127: the SIMD kernels add up to 16 products in int16 lanes before widening (4-bit types), which
+// must not wrap. Every row is all-max or all-min, so each block reaches the bound.
+TEST(MatMulTest, SmallQuantExtremeBlocks) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
+    SCOPED_TRACE(GgmlTypeName(type));
+    const int64_t n_in = 32 * 19, n_out = 6, n_tok = 5;  // 19 blocks: two full groups of 8 + a tail
+    const size_t rb = RowBytes(type, n_in), bb = TypeInfo(type).block_bytes;
+    const bool has_min = type == GgmlType::Q4_1 || type == GgmlType::Q5_1;
+    std::vector<uint8_t> bytes(rb * n_out);
+    for (int64_t o = 0; o < n_out; ++o) {
+      for (size_t b = 0; b < rb; b += bb) {
+        uint8_t* blk = &bytes[o * rb + b];
+        std::memset(blk, o % 2 == 0 ? 0xFF : 0x00, bb);
+        const uint16_t one = 0x3c00;
+        std::memcpy(blk, &one, 2);
+        if (has_min) std::memcpy(blk + 2, &one, 2);
+      }
+    }
+    WeightView w{type, bytes.data(), n_in, n_out, rb};
+    std::vector<float> x(n_in * n_tok);
+    for (int64_t i = 0; i < n_in; ++i) {
+      x[i] = 1.0f;                                   // q = +127 everywhere
+      x[n_in + i] = -1.0f;                           // q = -127 everywhere
+      x[2 * n_in + i] = (i / 32) % 2 ? 1.0f : -1.0f;  // sign flips per block
+    }
+    const auto rnd = RandomFloats(n_in * 2, 21);
+    std::copy(rnd.begin(), rnd.end(), x.begin() + 3 * n_in);
+    std::vector<float> fast(n_out * n_tok), ref(n_out * n_tok);
+    ThreadPool pool(2);
+    MatMul(w, x.data(), n_tok, fast.data(), pool);
+    MatMulReference(w, x.data(), n_tok, ref.data());
+    EXPECT_TRUE(BitwiseEqual(fast, ref));
+    // Row 0 (all max) against +-127: the reference itself is right, (15 - 8) * n_in for Q4_0 etc.
+    const double wmax = type == GgmlType::Q4_0 ? 7 : type == GgmlType::Q5_0 ? 15 : type == GgmlType::Q4_1 ? 16 : 32;
+    EXPECT_NEAR(ref[0], wmax * n_in, 1e-3 * wmax * n_in);
+    EXPECT_NEAR(ref[n_out], -wmax * n_in, 1e-3 * wmax * n_in);
+  }
+}
+
 // ember's builds target x86-64-v3 at least, so the SIMD path must be the one under test above.
 TEST(MatMulTest, DispatchesToAvx2) { EXPECT_STREQ(MatMulBackendName(), "avx2"); }
 
