@@ -75,16 +75,7 @@ StatusOr<KvState> Synthetic(const KvConfig& c, int64_t n) {
   return s;
 }
 
-KvConfig BigConfig() {
-  KvConfig c;
-  c.n_layer = 8;
-  c.n_kv_head = 8;
-  c.head_dim_k = 128;
-  c.head_dim_v = 128;
-  c.dtype = KvDtype::kF16;
-  c.block_size = 32;
-  return c;  // 32 KiB per position
-}
+KvConfig BigConfig() { return KvConfig::Uniform(8, 8, 128, 128, KvDtype::kF16, 32); }  // 32 KiB per position
 
 Status BenchRestart(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) {
   const std::string root = o.dir + "/restart";
@@ -124,13 +115,7 @@ Status BenchRestart(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r)
 
 Status BenchScan(const SsdBenchOptions& o, SsdBenchResult* r) {
   const std::string root = o.dir + "/scan";
-  KvConfig c;
-  c.n_layer = 2;
-  c.n_kv_head = 1;
-  c.head_dim_k = 8;
-  c.head_dim_v = 8;
-  c.dtype = KvDtype::kF16;
-  c.block_size = 16;
+  const KvConfig c = KvConfig::Uniform(2, 1, 8, 8, KvDtype::kF16, 16);
   ColdStoreOptions so{root, "bench", c, 0, true};
   {
     NoSyncEnv fast;

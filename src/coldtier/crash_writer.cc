@@ -25,16 +25,7 @@ std::vector<uint8_t> Serialized(const KvState& s) {
 
 }  // namespace
 
-KvConfig CrashWriterConfig() {
-  KvConfig c;
-  c.n_layer = 4;
-  c.n_kv_head = 4;
-  c.head_dim_k = 32;
-  c.head_dim_v = 32;
-  c.dtype = KvDtype::kF16;
-  c.block_size = 16;
-  return c;
-}
+KvConfig CrashWriterConfig() { return KvConfig::Uniform(4, 4, 32, 32, KvDtype::kF16, 16); }
 
 KvState CrashWriterState(const std::vector<int32_t>& tokens) {
   const KvConfig c = CrashWriterConfig();

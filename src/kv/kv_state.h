@@ -73,6 +73,19 @@ struct KvConfig {
   // rounded up to a block). Does not change any result; not part of the serialized geometry.
   int32_t window_margin = -1;
 
+  // Every layer kFull with this geometry (the common case; tests and benches).
+  static KvConfig Uniform(int32_t n_layer, int32_t n_kv_head, int32_t head_dim_k, int32_t head_dim_v,
+                          KvDtype dtype, int32_t block_size) {
+    KvConfig c;
+    c.n_layer = n_layer;
+    c.n_kv_head = n_kv_head;
+    c.head_dim_k = head_dim_k;
+    c.head_dim_v = head_dim_v;
+    c.dtype = dtype;
+    c.block_size = block_size;
+    return c;
+  }
+
   int64_t kv_dim_k() const { return int64_t{n_kv_head} * head_dim_k; }
   int64_t kv_dim_v() const { return int64_t{n_kv_head} * head_dim_v; }
   // Bytes of block_size positions of every layer, K and V (the one block of an all-kFull state; with

@@ -15,16 +15,7 @@
 namespace ember {
 namespace {
 
-KvConfig SmallConfig() {
-  KvConfig c;
-  c.n_layer = 2;
-  c.n_kv_head = 2;
-  c.head_dim_k = 8;
-  c.head_dim_v = 8;
-  c.dtype = KvDtype::kF32;
-  c.block_size = 32;
-  return c;
-}
+KvConfig SmallConfig() { return KvConfig::Uniform(2, 2, 8, 8, KvDtype::kF32, 32); }
 
 // Writes n positions whose values depend on (seed, position, layer): what a forward pass would store.
 void Append(KvState& kv, int64_t n, uint32_t seed) {

@@ -10,16 +10,7 @@
 
 namespace ember::coldtier_test {
 
-inline KvConfig SmallConfig() {
-  KvConfig c;
-  c.n_layer = 2;
-  c.n_kv_head = 2;
-  c.head_dim_k = 4;
-  c.head_dim_v = 3;
-  c.dtype = KvDtype::kF32;
-  c.block_size = 4;
-  return c;
-}
+inline KvConfig SmallConfig() { return KvConfig::Uniform(2, 2, 4, 3, KvDtype::kF32, 4); }
 
 // A state of n positions whose values depend on (tag, layer, pos, element).
 inline KvState MakeState(int64_t n, int tag, const KvConfig& c = SmallConfig()) {

@@ -11,16 +11,7 @@
 namespace ember {
 namespace {
 
-KvConfig SmallConfig(KvDtype dtype = KvDtype::kF32) {
-  KvConfig c;
-  c.n_layer = 2;
-  c.n_kv_head = 2;
-  c.head_dim_k = 4;
-  c.head_dim_v = 3;
-  c.dtype = dtype;
-  c.block_size = 4;
-  return c;
-}
+KvConfig SmallConfig(KvDtype dtype = KvDtype::kF32) { return KvConfig::Uniform(2, 2, 4, 3, dtype, 4); }
 
 // A deterministic value for (tag, layer, pos, element) so tests can tell writers apart.
 float Val(int tag, int layer, int64_t pos, int64_t i) { return tag * 1000.0f + layer * 100.0f + pos + i * 0.125f; }

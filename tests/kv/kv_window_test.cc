@@ -17,13 +17,7 @@ constexpr int kBlock = 4;
 
 // Layers 0 and 2 are window layers, layer 1 full attention (the gemma3 shape in miniature).
 KvConfig WindowConfig(KvDtype dtype = KvDtype::kF32) {
-  KvConfig c;
-  c.n_layer = 3;
-  c.n_kv_head = 2;
-  c.head_dim_k = 4;
-  c.head_dim_v = 2;
-  c.dtype = dtype;
-  c.block_size = kBlock;
+  KvConfig c = KvConfig::Uniform(3, 2, 4, 2, dtype, kBlock);
   c.window_margin = kMargin;
   c.kinds = {LayerStateSpec{StateKind::kWindow, kWindow}, LayerStateSpec{}, LayerStateSpec{StateKind::kWindow, kWindow}};
   return c;
