@@ -35,6 +35,9 @@ DotFn ReferenceDotFn(GgmlType type);
 // AVX2+FMA+F16C implementation (compiled with target attributes); nullptr where there is none, or
 // when this CPU lacks the features.
 DotFn Avx2DotFn(GgmlType type);
+// AVX-512 F+BW+VL+VNNI implementation (F32/F16/BF16 and the 32-element block types); nullptr for
+// the K-quants, or when this CPU lacks any of those features (or AVX2/FMA/F16C).
+DotFn Avx512DotFn(GgmlType type);
 
 // The reduction order shared by all paths.
 inline float Hsum8(const float* v) {
