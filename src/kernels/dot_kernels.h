@@ -35,6 +35,19 @@ DotFn ReferenceDotFn(GgmlType type);
 // AVX2+FMA+F16C implementation (compiled with target attributes); nullptr where there is none, or
 // when this CPU lacks the features.
 DotFn Avx2DotFn(GgmlType type);
+// AVX-512 F+BW+VL+VNNI implementation (F32/F16/BF16 and the 32-element block types); nullptr for
+// the K-quants, or when this CPU lacks any of those features (or AVX2/FMA/F16C).
+DotFn Avx512DotFn(GgmlType type);
+
+// Kernel tiers, lowest first. MatMul uses the highest one that has a kernel for the weight type,
+// that this CPU runs, and that is <= the ceiling set by the environment variable
+// EMBER_KERNELS=scalar|avx2|avx512 (read once; unset or unrecognised: no ceiling).
+enum class KernelTier { kScalar, kAvx2, kAvx512 };
+// EMBER_KERNELS's value -> ceiling; nullptr or an unknown value -> kAvx512 (no ceiling).
+KernelTier ParseKernelCeiling(const char* value);
+// The kernel for `type` under `ceiling` (never nullptr for a type MatMul supports); *tier, when
+// given, receives the tier it belongs to.
+DotFn SelectDotFn(GgmlType type, KernelTier ceiling, KernelTier* tier = nullptr);
 
 // The reduction order shared by all paths.
 inline float Hsum8(const float* v) {

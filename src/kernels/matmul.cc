@@ -1,7 +1,10 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "kernels/act_quant.h"
 #include "kernels/dot_kernels.h"
@@ -41,6 +44,22 @@ void RowRange(DotFn fn, const WeightView& w, const ActBatch& acts, int64_t n_tok
   }
 }
 
+// EMBER_KERNELS, read once (on first use); an unknown value is reported and ignored.
+KernelTier Ceiling() {
+  static const KernelTier c = [] {
+    const char* v = std::getenv("EMBER_KERNELS");
+    const KernelTier t = ParseKernelCeiling(v);
+    if (v != nullptr && t == KernelTier::kAvx512 && std::string_view(v) != "avx512") {
+      std::fprintf(stderr, "ember: EMBER_KERNELS=%s ignored (expected scalar, avx2 or avx512)\n", v);
+    }
+    return t;
+  }();
+  return c;
+}
+
+// The one place MatMul and MatMulShared choose a kernel.
+DotFn PickDotFn(GgmlType type) { return SelectDotFn(type, Ceiling()); }
+
 // The activation buffer is reused across calls (owner thread only, like the pool) so steady-state
 // decode does not allocate.
 ActBatch& ScratchActs() {
@@ -67,12 +86,40 @@ Status CheckWeight(const WeightView& w) {
   return Status::Ok();
 }
 
-const char* MatMulBackendName() { return Avx2DotFn(GgmlType::Q8_0) != nullptr ? "avx2" : "scalar"; }
+KernelTier ParseKernelCeiling(const char* value) {
+  const std::string_view v = value != nullptr ? value : "";
+  if (v == "scalar") return KernelTier::kScalar;
+  if (v == "avx2") return KernelTier::kAvx2;
+  return KernelTier::kAvx512;
+}
+
+DotFn SelectDotFn(GgmlType type, KernelTier ceiling, KernelTier* tier) {
+  KernelTier got = KernelTier::kScalar;
+  DotFn fn = nullptr;
+  if (ceiling >= KernelTier::kAvx512 && (fn = Avx512DotFn(type)) != nullptr) {
+    got = KernelTier::kAvx512;
+  } else if (ceiling >= KernelTier::kAvx2 && (fn = Avx2DotFn(type)) != nullptr) {
+    got = KernelTier::kAvx2;
+  } else {
+    fn = ReferenceDotFn(type);
+  }
+  if (tier != nullptr) *tier = got;
+  return fn;
+}
+
+const char* MatMulBackendName() {
+  KernelTier tier;
+  SelectDotFn(GgmlType::Q8_0, Ceiling(), &tier);
+  switch (tier) {
+    case KernelTier::kAvx512: return "avx512";
+    case KernelTier::kAvx2: return "avx2";
+    default: return "scalar";
+  }
+}
 
 void MatMul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
   if (n_tok <= 0) return;
-  DotFn fn = Avx2DotFn(w.type);
-  if (fn == nullptr) fn = ReferenceDotFn(w.type);
+  const DotFn fn = PickDotFn(w.type);
   ActBatch& acts = ScratchActs();
   acts.Resize(DotTypeOf(w.type), n_tok, w.n_in);
   // Quantize each activation row once per call; rows are independent, so splitting them is free.
@@ -96,8 +143,7 @@ void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_to
   DotFn fns[kMaxShared];
   int64_t first_row[kMaxShared + 1] = {0};  // outs[i] owns global rows [first_row[i], first_row[i+1])
   for (int i = 0; i < count; ++i) {
-    fns[i] = Avx2DotFn(outs[i].w->type);
-    if (fns[i] == nullptr) fns[i] = ReferenceDotFn(outs[i].w->type);
+    fns[i] = PickDotFn(outs[i].w->type);
     first_row[i + 1] = first_row[i] + outs[i].w->n_out;
   }
   ActBatch& acts = ScratchActs();

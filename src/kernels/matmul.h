@@ -49,11 +49,12 @@ struct MatMulOut {
 };
 void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_tok, ThreadPool& pool);
 
-// Scalar, single-threaded; bitwise identical to MatMul. For tests and as the fallback on CPUs
-// without AVX2+FMA+F16C.
+// Scalar, single-threaded; bitwise identical to MatMul (whichever kernel tier it uses). For tests;
+// MatMul falls back to the same scalar kernels on CPUs without AVX2+FMA+F16C.
 void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* y);
 
-// Which implementation MatMul dispatches to on this CPU: "avx2" or "scalar".
+// Which kernel tier MatMul uses for Q8_0 weights on this CPU: "avx512", "avx2" or "scalar" (the
+// best the CPU runs, capped by EMBER_KERNELS=scalar|avx2|avx512; see dot_kernels.h).
 const char* MatMulBackendName();
 
 }  // namespace ember::kernels

@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "format/quant.h"
 #include "kernels/act_quant.h"
+#include "kernels/dot_kernels.h"
 #include "kernels/kernel_test_util.h"
 
 namespace ember::kernels {
@@ -211,8 +214,46 @@ TEST(MatMulTest, SmallQuantExtremeBlocks) {
   }
 }
 
-// ember's builds target x86-64-v3 at least, so the SIMD path must be the one under test above.
-TEST(MatMulTest, DispatchesToAvx2) { EXPECT_STREQ(MatMulBackendName(), "avx2"); }
+// The best tier this CPU runs, checked here independently of the dispatch code.
+KernelTier CpuTier() {
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return avx512 ? KernelTier::kAvx512 : avx2 ? KernelTier::kAvx2 : KernelTier::kScalar;
+}
+
+// MatMul runs the best tier of this CPU (ember's builds target x86-64-v3 at least, so never scalar
+// unless EMBER_KERNELS says so), and that is the path the tests above exercise.
+TEST(MatMulTest, DispatchesToBestTier) {
+  const KernelTier want = std::min(CpuTier(), ParseKernelCeiling(std::getenv("EMBER_KERNELS")));
+  const char* names[] = {"scalar", "avx2", "avx512"};
+  EXPECT_STREQ(MatMulBackendName(), names[static_cast<int>(want)]);
+  if (std::getenv("EMBER_KERNELS") == nullptr) {
+    EXPECT_NE(want, KernelTier::kScalar);
+  }
+}
+
+TEST(MatMulTest, KernelCeiling) {
+  EXPECT_EQ(ParseKernelCeiling(nullptr), KernelTier::kAvx512);
+  EXPECT_EQ(ParseKernelCeiling("scalar"), KernelTier::kScalar);
+  EXPECT_EQ(ParseKernelCeiling("avx2"), KernelTier::kAvx2);
+  EXPECT_EQ(ParseKernelCeiling("avx512"), KernelTier::kAvx512);
+  for (const char* junk : {"", "AVX2", "avx", "sse4", "avx2 "}) EXPECT_EQ(ParseKernelCeiling(junk), KernelTier::kAvx512) << junk;
+  // Each ceiling picks the best tier at or below it that the CPU has, and the kernel of that tier;
+  // K-quants have no AVX-512 kernel, so they stop at AVX2 even without a ceiling.
+  for (GgmlType type : kAllTypes) {
+    for (KernelTier ceiling : {KernelTier::kScalar, KernelTier::kAvx2, KernelTier::kAvx512}) {
+      KernelTier want = std::min(CpuTier(), ceiling);
+      if (want == KernelTier::kAvx512 && Avx512DotFn(type) == nullptr) want = KernelTier::kAvx2;
+      const DotFn by_tier[] = {ReferenceDotFn(type), Avx2DotFn(type), Avx512DotFn(type)};
+      KernelTier got;
+      const DotFn fn = SelectDotFn(type, ceiling, &got);
+      EXPECT_EQ(got, want) << GgmlTypeName(type) << " ceiling=" << static_cast<int>(ceiling);
+      EXPECT_EQ(fn, by_tier[static_cast<int>(want)]) << GgmlTypeName(type);
+      EXPECT_NE(fn, nullptr);
+    }
+  }
+}
 
 TEST(MatMulTest, CheckWeightRejectsBadViews) {
   std::vector<uint8_t> bytes(1024);

@@ -1,0 +1,20 @@
+// Native build of dot_avx512_q32.inc (the AVX-512 kernels for the 32-element block types), with
+// AVX-512 enabled per function through EMBER_AVX512; dispatch in dot_avx512.cc.
+#include <cstring>
+
+#include "kernels/avx2_util.h"
+#include "kernels/avx512_util.h"
+#include "kernels/dot_kernels.h"
+
+// GCC 12.2's AVX-512 headers fill "don't care" operands with _mm512_undefined_*() (a self-initialised
+// variable), which -W(maybe-)uninitialized reports once inlined: a false positive (GCC PR 105593).
+// The SIMDe build of the same source (tests/kernels/dot_avx512_test.cc) keeps these warnings on.
+#pragma GCC diagnostic push
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+namespace ember::kernels::avx512 {
+#include "kernels/dot_avx512_q32.inc"
+}  // namespace ember::kernels::avx512
+#pragma GCC diagnostic pop
