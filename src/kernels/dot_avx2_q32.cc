@@ -106,44 +106,36 @@ EMBER_AVX2 inline __m256 Gather8Fp16(const uint8_t* p, int cnt) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
-// For 4-bit weights 16 products (8 maddubs pair sums) still fit an int16 (16*15*127 = 30480), so the
-// 8-block tree stays in int16 until one final widening add: interleave-and-add at 16-, 32- and 64-bit
-// granularity leaves lane l of each 128-bit half = block l's half sum. Unpacks + adds instead of
-// hadd (measured ~3% faster Q4_0 prefill on Zen 3, and fewer live registers than the madd/hadd32
-// tree). 5-bit pair sums (2*31*127) would wrap, so Q5 keeps the general tree.
+// Unsigned (4/5-bit) weights: 8 products still fit an int16 (8*31*127 = 31496), so the first two
+// levels of the 8-block tree add int16 lanes after interleaving (unpack at 32- then 64-bit
+// granularity), which leaves each block's partials in adjacent lane pairs; one madd per 4 blocks
+// then widens and adds those pairs, and Combine8 adds the 128-bit halves. Only unpacks and adds, no
+// hadd (3 uops each on Zen 3) and no sign-extension: Q4_0 prefill matmul ~12% faster than the
+// madd/hadd32 tree, which Q8_0 keeps (its pair sums reach 32512, no int16 headroom).
 template <GgmlType Ty>
-inline constexpr bool kNarrowTree = !Q32Traits<Ty>::kSigned && !Q32Traits<Ty>::kHigh;
-
-// a and b interleaved in units of 16/32/64 bits (the low units of each 128-bit half with the high
-// ones), then added as int16: each result lane sums two lanes of a single input.
-EMBER_AVX2 inline __m256i AddHalves16(__m256i a, __m256i b) {
-  return _mm256_add_epi16(_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
-}
-EMBER_AVX2 inline __m256i AddHalves32(__m256i a, __m256i b) {
-  return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
-}
-EMBER_AVX2 inline __m256i AddHalves64(__m256i a, __m256i b) {
-  return _mm256_add_epi16(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
-}
+inline constexpr bool kNarrowTree = !Q32Traits<Ty>::kSigned;
 
 // The reduction tree's three levels: two blocks' pair sums -> one vector, two of those -> one, and
 // the last two -> lane l = block l's total.
 template <GgmlType Ty>
-EMBER_AVX2 inline __m256i Level1(__m256i a, __m256i b) {
-  if constexpr (kNarrowTree<Ty>) return AddHalves16(a, b);
+EMBER_AVX2 inline __m256i Level1(__m256i a, __m256i b) {  // narrow: [a a b b a a b b] per half
+  if constexpr (kNarrowTree<Ty>) {
+    return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+  }
   return PairSums<Ty>(a, b);
 }
 template <GgmlType Ty>
-EMBER_AVX2 inline __m256i Level2(__m256i a, __m256i b) {
-  if constexpr (kNarrowTree<Ty>) return AddHalves32(a, b);
+EMBER_AVX2 inline __m256i Level2(__m256i a, __m256i b) {  // narrow: [a a b b c c d d] per half
+  if constexpr (kNarrowTree<Ty>) {
+    return _mm256_add_epi16(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+  }
   return _mm256_hadd_epi32(a, b);
 }
 template <GgmlType Ty>
 EMBER_AVX2 inline __m256i Level3(__m256i a, __m256i b) {
   if constexpr (kNarrowTree<Ty>) {
-    const __m256i v = AddHalves64(a, b);
-    return _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(v)),
-                            _mm256_cvtepi16_epi32(_mm256_extracti128_si256(v, 1)));
+    const __m256i ones = _mm256_set1_epi16(1);
+    return Combine8(_mm256_madd_epi16(a, ones), _mm256_madd_epi16(b, ones));
   }
   return Combine8(a, b);
 }
@@ -155,10 +147,10 @@ EMBER_AVX2 inline __m256i Pairs(const __m256i* w, const int8_t* x, int idx, int 
   return _mm256_setzero_si256();
 }
 
-// Two orders for the same sums. Narrow (4-bit) trees: all 8 blocks unpacked first, then one token's
-// whole tree at a time, so only ~3 partial vectors are live (tile-major order spilled; this is ~7%
-// faster for Q4_0). The wider trees of Q8_0/Q5 measured ~5% slower that way (more work per block
-// per token), so they keep the tile-major order, each level done for every token of the tile.
+// Two orders for the same sums. Narrow trees: all 8 blocks unpacked first, then one token's whole
+// tree at a time, so only ~3 partial vectors are live (tile-major order spilled; this is ~7% faster
+// for Q4_0). Q8_0's wider tree measured ~5% slower that way (its sign step is per block and token),
+// so it keeps the tile-major order, each level done for every token of the tile.
 template <GgmlType Ty, int T, bool kFull>
 EMBER_AVX2 inline void TokenMajorSums(const uint8_t* row, int64_t g, int cnt, const ActRow* acts, __m256i* out) {
   __m256i w[8];
