@@ -42,19 +42,38 @@ void ThreadPool::Partition(int64_t n, int parts, int i, int64_t* begin, int64_t*
 }
 
 void ThreadPool::RunShare(int index) {
+  if (job_chunk_ > 0) {
+    for (;;) {
+      const int64_t b = next_.fetch_add(job_chunk_, std::memory_order_relaxed);
+      if (b >= job_n_) return;
+      (*job_fn_)(b, std::min(job_n_, b + job_chunk_), index);
+    }
+  }
   int64_t b = 0, e = 0;
   Partition(job_n_, n_threads_, index, &b, &e);
   if (b < e) (*job_fn_)(b, e, index);
 }
 
-void ThreadPool::ParallelFor(int64_t n, const RangeFn& fn) {
+void ThreadPool::ParallelFor(int64_t n, const RangeFn& fn) { Run(n, 0, fn); }
+
+void ThreadPool::ParallelForChunks(int64_t n, int64_t chunk, const RangeFn& fn) {
+  Run(n, std::max<int64_t>(1, chunk), fn);
+}
+
+void ThreadPool::Run(int64_t n, int64_t chunk, const RangeFn& fn) {
   if (n <= 0) return;
+  if (chunk > 0 && (n_threads_ == 1 || chunk >= n)) {  // one thread's worth: run the chunks here
+    for (int64_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk), 0);
+    return;
+  }
   if (n_threads_ == 1 || n == 1) {
     fn(0, n, 0);
     return;
   }
   job_fn_ = &fn;
   job_n_ = n;
+  job_chunk_ = chunk;
+  next_.store(0, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
     // Incrementing under the mutex means a worker that checks the predicate under it cannot miss us.

@@ -6,7 +6,7 @@
 // Contract:
 //  * ParallelFor may be called by ONE owner thread at a time (the pool is not re-entrant and not
 //    thread-safe across callers; concurrent calls from different threads are a caller bug).
-//  * The split of [0, n) is a deterministic static partition that depends only on (n, size()):
+//  * ParallelFor's split of [0, n) is a deterministic static partition that depends only on (n, size()):
 //    thread i gets the i-th of size() near-equal contiguous ranges. Kernels compute every output
 //    element entirely within one call of fn, so results never depend on the split anyway.
 //  * fn must not throw. The owner thread participates as thread 0.
@@ -39,18 +39,27 @@ class ThreadPool {
   // returns when all have finished. n <= 0 returns at once. Threads whose range is empty are not called.
   void ParallelFor(int64_t n, const RangeFn& fn);
 
+  // Like ParallelFor, but threads claim consecutive chunks of `chunk` indices (the last one shorter)
+  // from a shared counter until none is left, so a thread the OS or hypervisor stalls holds up only
+  // the chunk it has. Which thread runs which chunk varies from call to call: only for work whose
+  // results do not depend on it (every kernel here). chunk < 1 is treated as 1.
+  void ParallelForChunks(int64_t n, int64_t chunk, const RangeFn& fn);
+
   // The static partition used by ParallelFor: range of thread `i` out of `parts` over [0, n).
   static void Partition(int64_t n, int parts, int i, int64_t* begin, int64_t* end);
 
  private:
   void WorkerLoop(int index);
   void RunShare(int index);
+  void Run(int64_t n, int64_t chunk, const RangeFn& fn);
 
   const int n_threads_;
   std::vector<std::thread> workers_;
   // Published job: workers spin on generation_, then fall back to the condition variable.
   const RangeFn* job_fn_ = nullptr;
   int64_t job_n_ = 0;
+  int64_t job_chunk_ = 0;             // 0: static partition; else chunk size claimed from next_
+  std::atomic<int64_t> next_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};

@@ -29,11 +29,6 @@ const uint8_t* HeadBlock(const void* ctx, bool v, int64_t b) {
   return v ? h.kv->VHead(h.layer, b, h.kvh) : h.kv->KHead(h.layer, b, h.kvh);
 }
 
-// Tile u when tiles are dealt in pairs from both ends (0, n-1, 1, n-2, ...): a causal query's cost
-// grows with its position and each pair costs about the same, so the pool's contiguous static ranges
-// get equal work (plain order gave the last of two threads ~3/4 of a prefill's attention).
-int64_t Zigzag(int64_t u, int64_t n) { return (u % 2 == 0) ? u / 2 : n - 1 - u / 2; }
-
 }  // namespace
 
 // att [T][n_head * head_dim_v] from q [T][n_head * head_dim_k] and the KV state of `layer`, which
@@ -62,10 +57,13 @@ void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels:
   if (half_.size() < need_half) half_.resize(need_half);
   const size_t need_queries = static_cast<size_t>(pool.size() * slots);
   if (tile_queries_.size() < need_queries) tile_queries_.resize(need_queries);
-  pool.ParallelFor(n_tiles * c.n_head_kv, [&](int64_t b, int64_t e, int thread) {
+  // Threads claim work items one at a time, last tiles first: a causal query's cost grows with its
+  // position, so the longest items go first and the short ones even out the end (a static split gave
+  // the last of two threads ~3/4 of a prefill's attention; a stalled thread now holds up one item).
+  pool.ParallelForChunks(n_tiles * c.n_head_kv, 1, [&](int64_t b, int64_t e, int thread) {
     kernels::AttnQuery* queries = tile_queries_.data() + thread * slots;
     for (int64_t i = b; i < e; ++i) {
-      const int64_t t0 = Zigzag(i / c.n_head_kv, n_tiles) * tile, t1 = std::min(n, t0 + tile);
+      const int64_t t0 = (n_tiles - 1 - i / c.n_head_kv) * tile, t1 = std::min(n, t0 + tile);
       const int kvh = static_cast<int>(i % c.n_head_kv);
       int nq = 0;
       for (int64_t t = t0; t < t1; ++t) {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -20,6 +22,42 @@ TEST(ThreadPoolTest, EveryIndexExactlyOnce) {
     });
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
   }
+}
+
+// Dynamic chunks: every index once, every call one whole chunk [k*chunk, min(n, (k+1)*chunk)), the
+// thread index in range; after mixing with static calls (shared job state) and for any chunk size.
+TEST(ThreadPoolTest, ChunksCoverEveryIndexOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 100, 1001}) {
+      for (int64_t chunk : {0, 1, 3, 16, 5000}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::atomic<int> bad{0};
+        pool.ParallelForChunks(n, chunk, [&](int64_t b, int64_t e, int t) {
+          const int64_t c = std::max<int64_t>(1, chunk);
+          if (b % c != 0 || e != std::min(n, b + c) || t < 0 || t >= threads) bad++;
+          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+        });
+        ASSERT_EQ(bad.load(), 0) << "threads=" << threads << " n=" << n << " chunk=" << chunk;
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " chunk=" << chunk << " i=" << i;
+        std::atomic<int64_t> total{0};
+        pool.ParallelFor(n, [&](int64_t b, int64_t e, int) { total += e - b; });
+        ASSERT_EQ(total.load(), n);
+      }
+    }
+  }
+}
+
+// With one worker stalled, the others take the remaining chunks (a static split would wait for it).
+TEST(ThreadPoolTest, ChunksFlowAroundAStalledThread) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> by_thread[2] = {0, 0};
+  pool.ParallelForChunks(64, 1, [&](int64_t b, int64_t e, int t) {
+    if (t == 1 && by_thread[1].load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    by_thread[t] += e - b;
+  });
+  EXPECT_EQ(by_thread[0].load() + by_thread[1].load(), 64);
+  EXPECT_GT(by_thread[0].load(), 32);  // more than a static half: thread 1 slept through its first chunk
 }
 
 TEST(ThreadPoolTest, FewerItemsThanThreads) {
