@@ -106,106 +106,108 @@ INSTANTIATE_TEST_SUITE_P(
                 KvDtype::kF16}),
     [](const ::testing::TestParamInfo<InvCase>& info) { return std::string(info.param.name); });
 
-// A request served from a cached prefix (a View of a donor's state) continues bitwise like a cold run,
-// and the donor is unaffected by it.
-TEST(CacheDeterminismTest, ViewContinuationEqualsColdRun) {
-  const std::string dir = testutil::MakeTempDir("viewdet");
-  const std::string model = testutil::GenModel(
-      dir, "m", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 4 --n-ff 128 --type q4_0 --seed 8");
+// The view tests' setup: a 2-thread engine (no tokenizer, ubatch 32) on a generated model, a random
+// prompt, and the cold run of a sampled 16-token generation from scratch.
+struct ViewRun {
+  std::unique_ptr<Engine> engine;
+  std::vector<int32_t> prompt;
+  GenerateOptions go;
+  std::unique_ptr<Sequence> cold;
+  GenerateResult cold_gen;
+};
+
+void StartViewRun(const char* tag, const std::string& args, int prompt_len, uint32_t seed, ViewRun* r) {
+  const std::string dir = testutil::MakeTempDir(tag);
+  const std::string model = testutil::GenModel(dir, "m", args);
   EngineOptions eo;
   eo.threads = 2;
   eo.load_tokenizer = false;
   eo.ubatch = 32;
   auto engine = Engine::Load(model, eo);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  Engine& e = **engine;
-  const int64_t nv = e.model().config().n_vocab;
-  std::mt19937 rng(3);
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 90; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(nv)));
-  GenerateOptions go;
-  go.max_tokens = 16;
-  go.sampling.temperature = 0.9f;
-  go.sampling.seed = 42;
-  go.stop_at_eog = false;
-  // Cold: the whole prompt from scratch.
-  auto cold = e.NewSequence();
-  auto cold_gen = e.Generate(**cold, prompt, go, nullptr);
+  r->engine = std::move(*engine);
+  const uint32_t nv = static_cast<uint32_t>(r->engine->model().config().n_vocab);
+  std::mt19937 rng(seed);
+  for (int i = 0; i < prompt_len; ++i) r->prompt.push_back(static_cast<int32_t>(rng() % nv));
+  r->go.max_tokens = 16;
+  r->go.sampling.temperature = 0.9f;
+  r->go.sampling.seed = 42;
+  r->go.stop_at_eog = false;
+  auto cold = r->engine->NewSequence();
+  ASSERT_TRUE(cold.ok());
+  r->cold = std::move(*cold);
+  auto cold_gen = r->engine->Generate(*r->cold, r->prompt, r->go, nullptr);
   ASSERT_TRUE(cold_gen.ok());
-  // Donor holds a different continuation of the first 70 tokens; a view at 45 (mid-block) serves the prefix.
-  auto donor = e.NewSequence();
-  std::vector<int32_t> donor_tokens(prompt.begin(), prompt.begin() + 70);
-  donor_tokens.push_back(1);
-  ASSERT_TRUE(e.Prefill(**donor, donor_tokens).ok());
+  r->cold_gen = std::move(*cold_gen);
+}
+
+// A donor sequence holding the prompt's first `donor_len` tokens and then a different token.
+std::unique_ptr<Sequence> MakeDonor(ViewRun& r, int64_t donor_len) {
+  auto donor = r.engine->NewSequence();
+  EXPECT_TRUE(donor.ok());
+  std::vector<int32_t> tokens(r.prompt.begin(), r.prompt.begin() + donor_len);
+  tokens.push_back(1);
+  EXPECT_TRUE(r.engine->Prefill(**donor, tokens).ok());
+  return std::move(*donor);
+}
+
+// Serves the prompt's first `at` tokens from a view of the donor and generates the rest: the tokens and
+// last logits equal the cold run's, and the donor's bytes are unchanged. Returns the warm sequence.
+std::unique_ptr<Sequence> ExpectViewContinuesColdRun(ViewRun& r, Sequence& donor, int64_t at) {
   VectorSink before;
-  ASSERT_TRUE((*donor)->kv().Serialize(before).ok());
-  auto view = (*donor)->kv().View(45);
-  ASSERT_TRUE(view.ok());
-  auto warm = e.NewSequence();
-  ASSERT_TRUE((*warm)->Adopt(std::move(*view), std::vector<int32_t>(prompt.begin(), prompt.begin() + 45)).ok());
-  std::vector<int32_t> rest(prompt.begin() + 45, prompt.end());
-  auto warm_gen = e.Generate(**warm, rest, go, nullptr);
-  ASSERT_TRUE(warm_gen.ok());
-  EXPECT_EQ(warm_gen->tokens, cold_gen->tokens);
-  EXPECT_EQ(std::memcmp((*warm)->last_logits(), (*cold)->last_logits(), static_cast<size_t>(nv) * 4), 0);
-  EXPECT_EQ((*warm)->tokens(), (*cold)->tokens());
+  EXPECT_TRUE(donor.kv().Serialize(before).ok());
+  auto view = donor.kv().View(at);
+  EXPECT_TRUE(view.ok()) << view.status().ToString();
+  auto warm = r.engine->NewSequence();
+  EXPECT_TRUE(warm.ok());
+  if (!view.ok() || !warm.ok()) return nullptr;
+  EXPECT_TRUE((*warm)->Adopt(std::move(*view), std::vector<int32_t>(r.prompt.begin(), r.prompt.begin() + at)).ok());
+  std::vector<int32_t> rest(r.prompt.begin() + at, r.prompt.end());
+  auto warm_gen = r.engine->Generate(**warm, rest, r.go, nullptr);
+  EXPECT_TRUE(warm_gen.ok());
+  if (!warm_gen.ok()) return nullptr;
+  EXPECT_EQ(warm_gen->tokens, r.cold_gen.tokens);
+  const size_t row_bytes = static_cast<size_t>(r.engine->model().config().n_vocab) * 4;
+  EXPECT_EQ(std::memcmp((*warm)->last_logits(), r.cold->last_logits(), row_bytes), 0);
   VectorSink after;
-  ASSERT_TRUE((*donor)->kv().Serialize(after).ok());
+  EXPECT_TRUE(donor.kv().Serialize(after).ok());
   EXPECT_EQ(before.bytes(), after.bytes());
+  return std::move(*warm);
+}
+
+// A request served from a cached prefix (a View of a donor's state) continues bitwise like a cold run,
+// and the donor is unaffected by it.
+TEST(CacheDeterminismTest, ViewContinuationEqualsColdRun) {
+  ViewRun r;
+  ASSERT_NO_FATAL_FAILURE(StartViewRun(
+      "viewdet", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 4 --n-ff 128 --type q4_0 --seed 8",
+      90, 3, &r));
+  // Donor holds a different continuation of the first 70 tokens; a view at 45 (mid-block) serves the prefix.
+  auto donor = MakeDonor(r, 70);
+  auto warm = ExpectViewContinuesColdRun(r, *donor, 45);
+  ASSERT_NE(warm, nullptr);
+  EXPECT_EQ(warm->tokens(), r.cold->tokens());
 }
 
 // The same for gemma3 with window layers: a view taken where the donor's window layers still hold what
 // the trim needs continues bitwise like a cold run; a view past that point is refused (never served).
 TEST(CacheDeterminismTest, Gemma3WindowViewContinuationEqualsColdRun) {
-  const std::string dir = testutil::MakeTempDir("viewdet-gemma3");
-  const std::string model = testutil::GenModel(
-      dir, "m", "--arch gemma3 --tokenizer llama3 --n-layer 3 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 "
-                "--sliding-window 40 --swa-pattern 3 --type f16 --seed 10");
-  EngineOptions eo;
-  eo.threads = 2;
-  eo.load_tokenizer = false;
-  eo.ubatch = 32;
-  auto engine = Engine::Load(model, eo);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  Engine& e = **engine;
-  ASSERT_EQ(e.kv_config().WindowMargin(40), 32);
-  const int64_t nv = e.model().config().n_vocab;
-  std::mt19937 rng(4);
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 200; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(nv)));
-  GenerateOptions go;
-  go.max_tokens = 16;
-  go.sampling.temperature = 0.9f;
-  go.sampling.seed = 42;
-  go.stop_at_eog = false;
-  auto cold = e.NewSequence();
-  auto cold_gen = e.Generate(**cold, prompt, go, nullptr);
-  ASSERT_TRUE(cold_gen.ok());
+  ViewRun r;
+  ASSERT_NO_FATAL_FAILURE(StartViewRun("viewdet-gemma3",
+                                       "--arch gemma3 --tokenizer llama3 --n-layer 3 --n-embd 64 --n-head 4 --n-head-kv 2 "
+                                       "--n-ff 128 --sliding-window 40 --swa-pattern 3 --type f16 --seed 10",
+                                       200, 4, &r));
+  ASSERT_EQ(r.engine->kv_config().WindowMargin(40), 32);
   // Donor: 170 prompt tokens + 1 other (171 positions); window layers hold from (171 - 72) / 32 * 32 = 96.
-  auto donor = e.NewSequence();
-  std::vector<int32_t> donor_tokens(prompt.begin(), prompt.begin() + 170);
-  donor_tokens.push_back(1);
-  ASSERT_TRUE(e.Prefill(**donor, donor_tokens).ok());
-  ASSERT_EQ((*donor)->kv().held_from(0), 96);
-  EXPECT_FALSE((*donor)->kv().View(135).ok());  // needs [95, 135): 95 is gone
-  VectorSink before;
-  ASSERT_TRUE((*donor)->kv().Serialize(before).ok());
-  auto view = (*donor)->kv().View(150);  // mid-block, needs [110, 150)
-  ASSERT_TRUE(view.ok()) << view.status().ToString();
-  auto warm = e.NewSequence();
-  ASSERT_TRUE((*warm)->Adopt(std::move(*view), std::vector<int32_t>(prompt.begin(), prompt.begin() + 150)).ok());
-  std::vector<int32_t> rest(prompt.begin() + 150, prompt.end());
-  auto warm_gen = e.Generate(**warm, rest, go, nullptr);
-  ASSERT_TRUE(warm_gen.ok());
-  EXPECT_EQ(warm_gen->tokens, cold_gen->tokens);
-  EXPECT_EQ(std::memcmp((*warm)->last_logits(), (*cold)->last_logits(), static_cast<size_t>(nv) * 4), 0);
-  VectorSink after;
-  ASSERT_TRUE((*donor)->kv().Serialize(after).ok());
-  EXPECT_EQ(before.bytes(), after.bytes());
+  auto donor = MakeDonor(r, 170);
+  ASSERT_EQ(donor->kv().held_from(0), 96);
+  EXPECT_FALSE(donor->kv().View(135).ok());  // needs [95, 135): 95 is gone
+  auto warm = ExpectViewContinuesColdRun(r, *donor, 150);  // mid-block, needs [110, 150)
+  ASSERT_NE(warm, nullptr);
   // Both sequences ended with the same window: equal KV bytes (held range included).
   VectorSink a, b;
-  ASSERT_TRUE((*warm)->kv().Serialize(a).ok());
-  ASSERT_TRUE((*cold)->kv().Serialize(b).ok());
+  ASSERT_TRUE(warm->kv().Serialize(a).ok());
+  ASSERT_TRUE(r.cold->kv().Serialize(b).ok());
   EXPECT_EQ(a.bytes(), b.bytes());
 }
 

@@ -2,11 +2,11 @@
 // sliding window and pattern, the local RoPE base), the Gemma 3 tokenizer, and llama.cpp loading it.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
 #include "genmodel/gen_model.h"
+#include "genmodel/peer_check_test_util.h"
 #include "support/test_support.h"
 
 namespace ember {
@@ -92,17 +92,7 @@ TEST(GenModelGemma3Peer, LlamaCppLoadsGemma3) {
     EXPECT_TRUE(rep.fallbacks.empty()) << path;
     list.push_back({{"path", path}, {"tokens", {2, 105, 1000, 2000, 106}}});
   }
-  std::ofstream(dir.file("list.json")) << list.dump();
-  auto r = testing::RunCommand(testing::PeerRunner() + " check-models - --list " + dir.file("list.json"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["results"].size(), list.size());
-  for (const auto& res : j["results"]) {
-    EXPECT_TRUE(res["loaded"].get<bool>()) << res.dump();
-    if (!res["loaded"].get<bool>()) continue;
-    EXPECT_TRUE(res["finite"].get<bool>()) << res.dump();
-    EXPECT_NEAR(res["prob_sum"].get<double>(), 1.0, 1e-3) << res.dump();
-  }
+  testing::ExpectPeerLoadsAll(dir, list);
 }
 
 }  // namespace

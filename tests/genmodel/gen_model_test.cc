@@ -10,6 +10,7 @@
 #include "format/model_summary.h"
 #include "format/quant.h"
 #include "genmodel/gen_model.h"
+#include "genmodel/peer_check_test_util.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer_spec.h"
 
@@ -190,17 +191,7 @@ TEST(GenModelPeer, LlamaCppLoadsEveryVariant) {
       list.push_back({{"path", path}, {"tokens", {1, 2, 3, 100, 200}}, {"tied", o.tied}});
     }
   }
-  std::ofstream(dir.file("list.json")) << list.dump();
-  auto r = testing::RunCommand(testing::PeerRunner() + " check-models - --list " + dir.file("list.json"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["results"].size(), list.size());
-  for (const auto& res : j["results"]) {
-    EXPECT_TRUE(res["loaded"].get<bool>()) << res.dump();
-    if (!res["loaded"].get<bool>()) continue;
-    EXPECT_TRUE(res["finite"].get<bool>()) << res.dump();
-    EXPECT_NEAR(res["prob_sum"].get<double>(), 1.0, 1e-3) << res.dump();
-  }
+  testing::ExpectPeerLoadsAll(dir, list);
 }
 
 }  // namespace
