@@ -1,12 +1,26 @@
-// Runtime dispatch to the AVX-512 row-dot kernels (dot_avx512_*.inc).
+// The native build of the AVX-512 kernels (dot_avx512_*.inc, AVX-512 enabled per function through
+// EMBER_AVX512) and their runtime dispatch.
+#include <cstring>
+
+#include "kernels/avx2_util.h"
+#include "kernels/avx512_util.h"
 #include "kernels/dot_kernels.h"
 
-namespace ember::kernels {
-namespace avx512 {
-DotFn FloatDotFn(GgmlType type);
-DotFn Block32DotFn(GgmlType type);
-}  // namespace avx512
+// GCC 12.2's AVX-512 headers fill "don't care" operands with _mm512_undefined_*() (a self-initialised
+// variable), which -W(maybe-)uninitialized reports once inlined: a false positive (GCC PR 105593).
+// The SIMDe build of the same sources (tests/kernels/dot_avx512_test.cc) keeps these warnings on.
+#pragma GCC diagnostic push
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+namespace ember::kernels::avx512 {
+#include "kernels/dot_avx512_float.inc"
+#include "kernels/dot_avx512_q32.inc"
+}  // namespace ember::kernels::avx512
+#pragma GCC diagnostic pop
 
+namespace ember::kernels {
 namespace {
 // Every feature EMBER_AVX512 compiles for (avx512_util.h). __builtin_cpu_supports also checks that
 // the OS saves the zmm/mask state (XCR0), so a "yes" means the instructions really run.
