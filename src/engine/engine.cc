@@ -126,7 +126,6 @@ StatusOr<std::unique_ptr<Sequence>> Engine::NewSequence(bool all_logits) const {
   fo.max_ubatch = all_logits ? std::min<int64_t>(opts_.ubatch, 64) : opts_.ubatch;
   fo.max_ctx = opts_.n_ctx;
   fo.all_logits = all_logits;
-  fo.max_threads = opts_.threads;
   return std::unique_ptr<Sequence>(new Sequence(std::move(kv), *model_, fo));
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/avx2_util.h"
+#include "kernels/cpu_features.h"
 #include "util/half.h"
 
 namespace ember::kernels {
@@ -59,11 +60,6 @@ EMBER_AVX2 void QuantizeBlock32Avx2(const float* x, bool with_s, int8_t* q, floa
   *d = Fp16ToF32(F32ToFp16(dd));
   *sum = total;
   if (with_s) *s = Fp16ToF32(F32ToFp16(dd * static_cast<float>(total)));
-}
-
-bool UseAvx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
 }
 
 // ggml's quantize_row_q8_K_ref: the signed value of largest magnitude (first one on ties) maps to -127.
@@ -127,6 +123,7 @@ void ActBatch::Resize(DotType type, int64_t n_tok, int64_t n_in) {
 }
 
 void ActBatch::ConvertRows(const float* x, int64_t t0, int64_t t1) {
+  const auto quantize32 = CpuHasAvx2() ? QuantizeBlock32Avx2 : QuantizeBlock32;
   for (int64_t t = t0; t < t1; ++t) {
     const float* xr = x + t * n_in_;
     switch (type_) {
@@ -143,8 +140,8 @@ void ActBatch::ConvertRows(const float* x, int64_t t0, int64_t t1) {
       case DotType::kQ8_1:
         for (int64_t b = 0; b < blocks_; ++b) {
           const int64_t i = t * blocks_ + b;
-          (UseAvx2() ? QuantizeBlock32Avx2 : QuantizeBlock32)(xr + b * kQ32, type_ == DotType::kQ8_1, &q_[t * n_in_ + b * kQ32], &d_[i],
-                          type_ == DotType::kQ8_1 ? &s_[i] : nullptr, &sum_[i]);
+          quantize32(xr + b * kQ32, type_ == DotType::kQ8_1, &q_[t * n_in_ + b * kQ32], &d_[i],
+                     type_ == DotType::kQ8_1 ? &s_[i] : nullptr, &sum_[i]);
         }
         break;
       case DotType::kQ8_K:

@@ -145,7 +145,7 @@ EMBER_AVX2 void WidenF16Avx2(const uint16_t* h, float* f, int n) {
 
 // f[i] = f32(h[i]) (exact; the hardware and Fp16ToF32 agree on every value, NaNs stay NaN).
 void WidenF16(const uint16_t* h, float* f, int64_t n) {
-  if (OpsUseAvx2()) {
+  if (CpuHasAvx2()) {
     for (int64_t i = 0; i < n; i += 1 << 20) WidenF16Avx2(h + i, f + i, static_cast<int>(std::min<int64_t>(n - i, 1 << 20)));
   } else {
     for (int64_t i = 0; i < n; ++i) f[i] = Fp16ToF32(h[i]);
@@ -161,22 +161,22 @@ void AttnPrepareQueryF16(const float* q, int hd, uint16_t* q16, float* qf) {
 
 void AttnScoresF16(const uint16_t* k, const uint16_t* q16, const float* qf, int hd, int64_t n, float scale,
                    float* sc) {
-  if (OpsUseAvx2() && hd % 32 == 0) return ScoresF16Avx2(k, qf, hd, n, scale, sc);
+  if (CpuHasAvx2() && hd % 32 == 0) return ScoresF16Avx2(k, qf, hd, n, scale, sc);
   for (int64_t j = 0; j < n; ++j) sc[j] = DotF16F16(k + j * hd, q16, hd) * scale;
 }
 
 void AttnScoresF32(const float* k, const float* q, int hd, int64_t n, float scale, float* sc) {
-  if (OpsUseAvx2() && hd % 32 == 0) return ScoresF32Avx2(k, q, hd, n, scale, sc);
+  if (CpuHasAvx2() && hd % 32 == 0) return ScoresF32Avx2(k, q, hd, n, scale, sc);
   for (int64_t j = 0; j < n; ++j) sc[j] = DotF32(k + j * hd, q, hd) * scale;
 }
 
 void AttnAccumF16(const float* p, const uint16_t* v, int hv, int64_t n, float* out) {
-  if (OpsUseAvx2() && hv % 8 == 0) return AccumF16Avx2(p, v, hv, n, out);
+  if (CpuHasAvx2() && hv % 8 == 0) return AccumF16Avx2(p, v, hv, n, out);
   for (int64_t j = 0; j < n; ++j) AxpyF16(p[j], v + j * hv, out, hv);
 }
 
 void AttnAccumF32(const float* p, const float* v, int hv, int64_t n, float* out) {
-  if (OpsUseAvx2() && hv % 8 == 0) return AccumF32Avx2(p, v, hv, n, out);
+  if (CpuHasAvx2() && hv % 8 == 0) return AccumF32Avx2(p, v, hv, n, out);
   for (int64_t j = 0; j < n; ++j) AxpyF32(p[j], v + j * hv, out, hv);
 }
 

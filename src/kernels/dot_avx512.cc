@@ -4,6 +4,7 @@
 
 #include "kernels/avx2_util.h"
 #include "kernels/avx512_util.h"
+#include "kernels/cpu_features.h"
 #include "kernels/dot_kernels.h"
 
 // GCC 12.2's AVX-512 headers fill "don't care" operands with _mm512_undefined_*() (a self-initialised
@@ -21,17 +22,6 @@ namespace ember::kernels::avx512 {
 #pragma GCC diagnostic pop
 
 namespace ember::kernels {
-namespace {
-// Every feature EMBER_AVX512 compiles for (avx512_util.h). __builtin_cpu_supports also checks that
-// the OS saves the zmm/mask state (XCR0), so a "yes" means the instructions really run.
-bool CpuHasAvx512() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vnni");
-  return ok;
-}
-}  // namespace
 
 DotFn Avx512DotFn(GgmlType type) {
   if (!CpuHasAvx512()) return nullptr;

@@ -125,15 +125,8 @@ const char* MatMulBackendName() {
 }
 
 void MatMul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
-  if (n_tok <= 0) return;
-  const DotFn fn = PickDotFn(w.type);
-  ActBatch& acts = ScratchActs();
-  acts.Resize(DotTypeOf(w.type), n_tok, w.n_in);
-  // Quantize each activation row once per call; rows are independent, so splitting them is free.
-  pool.ParallelFor(n_tok, [&](int64_t t0, int64_t t1, int) { acts.ConvertRows(x, t0, t1); });
-  pool.ParallelForChunks(w.n_out, RowChunk(w.n_out, pool.size()), [&](int64_t o0, int64_t o1, int) {
-    RowRange(fn, w, acts, n_tok, o0, o1, y);
-  });
+  const MatMulOut out{&w, y};
+  MatMulShared(&out, 1, x, n_tok, pool);
 }
 
 void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_tok, ThreadPool& pool) {
@@ -155,6 +148,7 @@ void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_to
   }
   ActBatch& acts = ScratchActs();
   acts.Resize(DotTypeOf(outs[0].w->type), n_tok, outs[0].w->n_in);
+  // Quantize each activation row once per call; rows are independent, so splitting them is free.
   pool.ParallelFor(n_tok, [&](int64_t t0, int64_t t1, int) { acts.ConvertRows(x, t0, t1); });
   pool.ParallelForChunks(first_row[count], RowChunk(first_row[count], pool.size()), [&](int64_t r0, int64_t r1, int) {
     for (int i = 0; i < count; ++i) {  // this thread's global rows, cut at the weights' boundaries

@@ -87,13 +87,8 @@ void Scale(float* x, float s, int n) {
   for (int i = 0; i < n; ++i) x[i] *= s;
 }
 
-// The attention primitives dispatch to AVX2 (ops_avx2.cc) when the CPU has it; the scalar versions
-// below follow the same lane order, so both give bitwise the same results.
-bool OpsUseAvx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
-  return ok;
-}
+// The attention primitives dispatch to AVX2 (ops_avx2.cc) when the CPU has it (CpuHasAvx2); the
+// scalar versions below follow the same lane order, so both give bitwise the same results.
 
 namespace {
 
@@ -137,28 +132,28 @@ void ScaleF16(uint16_t* acc, float s, int n) {
 }  // namespace scalar
 
 void RoundToF16(const float* src, uint16_t* dst, int n) {
-  OpsUseAvx2() ? avx2::RoundToF16(src, dst, n) : scalar::RoundToF16(src, dst, n);
+  CpuHasAvx2() ? avx2::RoundToF16(src, dst, n) : scalar::RoundToF16(src, dst, n);
 }
 float DotF16F16(const uint16_t* a, const uint16_t* b, int n) {
-  return OpsUseAvx2() ? avx2::DotF16F16(a, b, n) : scalar::DotF16F16(a, b, n);
+  return CpuHasAvx2() ? avx2::DotF16F16(a, b, n) : scalar::DotF16F16(a, b, n);
 }
 float DotF16(const uint16_t* k, const float* q, int n) {
-  return OpsUseAvx2() ? avx2::DotF16(k, q, n) : scalar::DotF16(k, q, n);
+  return CpuHasAvx2() ? avx2::DotF16(k, q, n) : scalar::DotF16(k, q, n);
 }
 float DotF32(const float* a, const float* b, int n) {
-  return OpsUseAvx2() ? avx2::DotF32(a, b, n) : scalar::DotF32(a, b, n);
+  return CpuHasAvx2() ? avx2::DotF32(a, b, n) : scalar::DotF32(a, b, n);
 }
 void AxpyF16(float a, const uint16_t* v, float* out, int n) {
-  OpsUseAvx2() ? avx2::AxpyF16(a, v, out, n) : scalar::AxpyF16(a, v, out, n);
+  CpuHasAvx2() ? avx2::AxpyF16(a, v, out, n) : scalar::AxpyF16(a, v, out, n);
 }
 void MadF16(float a, const uint16_t* v, uint16_t* acc, int n) {
-  OpsUseAvx2() ? avx2::MadF16(a, v, acc, n) : scalar::MadF16(a, v, acc, n);
+  CpuHasAvx2() ? avx2::MadF16(a, v, acc, n) : scalar::MadF16(a, v, acc, n);
 }
 void ScaleF16(uint16_t* acc, float s, int n) {
-  OpsUseAvx2() ? avx2::ScaleF16(acc, s, n) : scalar::ScaleF16(acc, s, n);
+  CpuHasAvx2() ? avx2::ScaleF16(acc, s, n) : scalar::ScaleF16(acc, s, n);
 }
 void AxpyF32(float a, const float* v, float* out, int n) {
-  OpsUseAvx2() ? avx2::AxpyF32(a, v, out, n) : scalar::AxpyF32(a, v, out, n);
+  CpuHasAvx2() ? avx2::AxpyF32(a, v, out, n) : scalar::AxpyF32(a, v, out, n);
 }
 
 }  // namespace ember::kernels

@@ -1,8 +1,10 @@
 // The two implementations behind ops.h's attention primitives, exposed for tests that check they
-// agree bitwise. Internal to kernels/. The avx2:: ones require AVX2+FMA+F16C (see UseAvx2 in ops.cc).
+// agree bitwise. Internal to kernels/. The avx2:: ones require AVX2+FMA+F16C (CpuHasAvx2, cpu_features.h).
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/cpu_features.h"
 
 namespace ember::kernels {
 
@@ -20,6 +22,5 @@ namespace scalar { EMBER_OPS_DECLS }
 namespace avx2 { EMBER_OPS_DECLS }
 #undef EMBER_OPS_DECLS
 
-bool OpsUseAvx2();
 
 }  // namespace ember::kernels

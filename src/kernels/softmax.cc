@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/dot_kernels.h"
 #include "kernels/exp8_avx2.h"
 #include "kernels/ops.h"
 #include "kernels/ops_internal.h"
@@ -28,7 +29,7 @@ double ExpSumScalar(float* x, float max, int n) {
   for (; i + 8 <= n; i += 8) {
     float v[8];
     for (int l = 0; l < 8; ++l) v[l] = x[i + l] = ExpF(x[i + l] - max);
-    sum += static_cast<double>(((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])));
+    sum += static_cast<double>(Hsum8(v));
   }
   for (; i < n; ++i) sum += static_cast<double>(x[i] = ExpF(x[i] - max));
   return sum;
@@ -68,7 +69,7 @@ EMBER_AVX2 void ScaleAvx2(float* x, float s, int n) {
 }  // namespace
 
 void Softmax(float* x, int n) {
-  const bool simd = OpsUseAvx2();
+  const bool simd = CpuHasAvx2();
   const float max = simd ? MaxAvx2(x, n) : MaxScalar(x, n);
   if (max == kNegInf) {  // nothing to attend to: all weights 0
     for (int i = 0; i < n; ++i) x[i] = 0.0f;

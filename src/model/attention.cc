@@ -60,8 +60,15 @@ void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels:
   // Threads claim work items one at a time, last tiles first: a causal query's cost grows with its
   // position, so the longest items go first and the short ones even out the end (a static split gave
   // the last of two threads ~3/4 of a prefill's attention; a stalled thread now holds up one item).
+  kernels::AttnKvHead head;  // per item only ctx (which kv head) changes
+  head.head_dim_k = kc.head_dim_k;
+  head.head_dim_v = kc.head_dim_v;
+  head.block_size = kc.block_size;
+  head.f16 = kc.dtype == KvDtype::kF16;
+  head.block = HeadBlock;
   pool.ParallelForChunks(n_tiles * c.n_head_kv, 1, [&](int64_t b, int64_t e, int thread) {
     kernels::AttnQuery* queries = tile_queries_.data() + thread * slots;
+    kernels::AttnKvHead item = head;
     for (int64_t i = b; i < e; ++i) {
       const int64_t t0 = (n_tiles - 1 - i / c.n_head_kv) * tile, t1 = std::min(n, t0 + tile);
       const int kvh = static_cast<int>(i % c.n_head_kv);
@@ -80,14 +87,8 @@ void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels:
         }
       }
       const HeadKv ctx{&kv, layer, kvh};
-      kernels::AttnKvHead head;
-      head.head_dim_k = kc.head_dim_k;
-      head.head_dim_v = kc.head_dim_v;
-      head.block_size = kc.block_size;
-      head.f16 = kc.dtype == KvDtype::kF16;
-      head.ctx = &ctx;
-      head.block = HeadBlock;
-      kernels::AttendHeads(head, queries, nq, scale);
+      item.ctx = &ctx;
+      kernels::AttendHeads(item, queries, nq, scale);
     }
   });
 }

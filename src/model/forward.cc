@@ -18,7 +18,6 @@ ForwardContext::ForwardContext(const Model& model, const ForwardOptions& options
   const ModelConfig& c = model.config();
   if (opts_.max_ctx <= 0) opts_.max_ctx = c.n_ctx_train;
   opts_.max_ubatch = std::max<int64_t>(1, opts_.max_ubatch);
-  opts_.max_threads = std::max(1, opts_.max_threads);
   const size_t T = static_cast<size_t>(opts_.max_ubatch);
   x_.resize(T * c.n_embd);
   xn_.resize(T * c.n_embd);
@@ -44,7 +43,6 @@ Status ForwardContext::Run(KvState& kv, const int32_t* tokens, int64_t n, Logits
     return InvalidArgument("forward: " + std::to_string(n) + " tokens (ubatch holds 1.." +
                            std::to_string(opts_.max_ubatch) + ")");
   }
-  if (pool.size() > opts_.max_threads) return InvalidArgument("forward: pool larger than max_threads");
   if (mode == LogitsMode::kAll && !opts_.all_logits) return InvalidArgument("forward: all_logits not enabled");
   if (pos0 + n > opts_.max_ctx) {
     return ResourceExhausted("forward: context full (" + std::to_string(pos0 + n) + " > " +

@@ -31,7 +31,6 @@ struct ForwardOptions {
   int64_t max_ubatch = 512;  // most tokens per Run
   int64_t max_ctx = 0;       // most positions a sequence may hold (0: the model's context_length)
   bool all_logits = false;   // size the logits buffer for LogitsMode::kAll
-  int max_threads = 1;       // size of the pool that will drive Run (per-thread attention scratch)
 };
 
 class ForwardContext {

@@ -71,8 +71,7 @@ Tokenizer::Tokenizer(TokenizerSpec spec) : spec_(std::move(spec)), impl_(std::ma
 Tokenizer::~Tokenizer() = default;
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec_in) {
-  EMBER_RETURN_IF_ERROR(ValidateSpec(spec_in));
-  return Create(TokenizerSpec(spec_in));
+  return Create(TokenizerSpec(spec_in));  // validated there
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec&& spec_in) {
