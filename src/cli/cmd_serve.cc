@@ -49,16 +49,19 @@ int Serve(ServeOptions o, const std::string& key_file) {
       return 2;
     }
   }
-  auto backend = MakeBackend(o);
-  if (!backend.ok()) {
-    std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
-    return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
+  // Blocked before MakeBackend starts the compute pool and the cold tier's threads: a thread created
+  // later inherits the mask, so a stop signal can only be taken by the sigwait below (never kill a
+  // backend thread mid-flush).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  auto backend = MakeBackend(o);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
+    return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
   server::HttpServer http(o, backend->get());
   if (Status st = http.Start(); !st.ok()) {
     std::fprintf(stderr, "ember serve: %s\n", st.ToString().c_str());
@@ -68,7 +71,10 @@ int Serve(ServeOptions o, const std::string& key_file) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "ember serve: signal %d, draining (up to %.0f s)\n", sig, o.shutdown_timeout_s);
+  std::fprintf(stderr, "ember serve: signal %d, draining (up to %.0f s; a second signal stops at once)\n", sig,
+               o.shutdown_timeout_s);
+  // Only main unblocks: a second Ctrl-C during the drain or the flush ends the process (the user asked).
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   Status st = http.Shutdown();
   std::fprintf(stderr, "ember serve: stopped; cache flush: %s\n", st.ok() ? "ok" : st.ToString().c_str());
   return st.ok() ? 0 : 1;
