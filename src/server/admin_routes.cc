@@ -1,5 +1,5 @@
 // Operational endpoints: /health, /stats, /metrics, /admin/cache/flush, /tokenize, /detokenize,
-// /apply-template. Also the shared JSON body helpers of routes.h.
+// /apply-template. Also SetJson of routes.h (ParseJsonBody lives in json_input.cc).
 #include "server/completion_flow.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
@@ -8,14 +8,6 @@
 namespace ember::server {
 
 using nlohmann::json;
-
-ApiResult<json> ParseJsonBody(const httplib::Request& req) {
-  try {
-    return json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    return InvalidRequest(std::string("request body is not valid JSON: ") + e.what());
-  }
-}
 
 void SetJson(httplib::Response& res, const json& body, int status) {
   res.status = status;

@@ -18,6 +18,7 @@
 #include "cache/tiered_cache.h"
 #include "coldtier/env.h"
 #include "engine/engine.h"
+#include "server/json_input.h"
 #include "template/chat_template.h"
 
 namespace ember::server {
@@ -26,9 +27,11 @@ namespace {
 using nlohmann::ordered_json;
 
 // Arguments arrive as JSON text; templates expect an object (they iterate it or print it with tojson).
+// Text that is not JSON, or nests deeper than kMaxJsonDepth, reaches the template as the string it is
+// (the request parsers already refused over-deep arguments; this keeps any other caller bounded too).
 ordered_json ParsedOrText(const std::string& text) {
-  ordered_json j = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? ordered_json(text) : j;
+  StatusOr<ordered_json> j = ParseOrderedJsonLimited(text);
+  return j.ok() ? std::move(j).value() : ordered_json(text);
 }
 
 ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {

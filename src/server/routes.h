@@ -30,7 +30,8 @@ std::vector<Route> OpenAIRoutes(ServerContext& ctx);     // /v1/chat/completions
 std::vector<Route> AnthropicRoutes(ServerContext& ctx);  // /v1/messages, /v1/messages/count_tokens
 std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /tokenize, ...
 
-// The request body as JSON; a 400 naming the parse error when it is not.
+// The request body as JSON; a 400 naming the parse error when it is not, or the depth limit when it
+// nests deeper than kMaxJsonDepth (json_input.h). Every route that takes a body parses it here.
 ApiResult<nlohmann::json> ParseJsonBody(const httplib::Request& req);
 void SetJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
 
