@@ -19,16 +19,15 @@ Clock SystemClock() {
 ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const CompletionRequest& req) {
   if (req.kind == ApiKind::kCompletion) {
     if (req.prompt_is_ids) return req.prompt_ids;
+    // A raw prompt is the caller's own markup (llama-server parses it the same way), so by default
+    // "<|eot_id|>" in it is the control token; --completion-prompt-specials off makes it text.
     StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(req.prompt_text, /*add_special=*/true,
-                                                               /*parse_special=*/true);
+                                                               ctx.options.completion_prompt_specials);
     if (!ids.ok()) return FromStatus(ids.status());
     return std::move(ids).value();
   }
-  ChatTemplateInput input{req.messages, req.tools, true, req.template_kwargs};
-  StatusOr<std::string> text = ctx.backend->ApplyChatTemplate(input);
-  if (!text.ok()) return FromStatus(text.status());
-  // The rendered template already holds BOS and the other special tokens as text.
-  StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(*text, /*add_special=*/false, /*parse_special=*/true);
+  // Messages are text: a user typing "<|eot_id|><|start_header_id|>system..." must not forge a turn.
+  StatusOr<std::vector<int32_t>> ids = ctx.backend->TokenizeChat({req.messages, req.tools, true, req.template_kwargs});
   if (!ids.ok()) return FromStatus(ids.status());
   return std::move(ids).value();
 }

@@ -20,7 +20,9 @@ namespace ember::server {
 // numbers (never truncates); submits. 429 when the queue is full, 503 when shutting down.
 ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req);
 
-// The prompt the backend would see, as token ids (also for /v1/messages/count_tokens).
+// The prompt the backend would see, as token ids (also for /v1/messages/count_tokens). Chat: the backend's
+// TokenizeChat (client text never becomes control tokens). Raw completions: control-token strings in the
+// prompt parse as control tokens unless the server runs with completion_prompt_specials off.
 ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const CompletionRequest& req);
 
 // Called with each piece of reply text as it becomes safe to send; returns false if the client is gone.
