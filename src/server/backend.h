@@ -74,7 +74,9 @@ struct GenerationRequest {
   int32_t max_tokens = 0;            // > 0; the server checks prompt + max_tokens <= context_length()
   int32_t top_logprobs = 0;          // 0..20; logprobs of the chosen token are reported when `logprobs`
   bool logprobs = false;
-  // Separates prefix-cache namespaces: requests with different salts never share cached KV.
+  // Separates prefix-cache namespaces: requests with different salts never share cached KV. The server
+  // puts CacheNamespace::TenantOf(API key identity, the client's cache_salt) here: a digest, so neither a
+  // key nor a client's salt reaches the cache or its files.
   std::string cache_salt;
   // Set by the server when the client went away or the server is shutting down; Generate() polls it
   // between tokens and returns promptly (finish reason kCancelled). Outlives the Generate() call.

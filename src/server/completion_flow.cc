@@ -1,5 +1,7 @@
 #include "server/completion_flow.h"
 
+#include "cache/cache_namespace.h"
+
 #include "server/tool_call_parser.h"
 #include "server/tool_stream_gate.h"
 
@@ -32,7 +34,8 @@ ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const Completio
   return std::move(ids).value();
 }
 
-ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req) {
+ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req,
+                                                          std::string_view api_key_id) {
   if (ctx.draining.load()) return Overloaded("the server is shutting down");
   ApiResult<std::vector<int32_t>> prompt = PromptTokens(ctx, req);
   if (!prompt.ok()) return prompt.error();
@@ -56,7 +59,7 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
   g.max_tokens = req.max_tokens ? *req.max_tokens : static_cast<int32_t>(n_ctx - n_prompt);
   g.logprobs = req.logprobs;
   g.top_logprobs = req.top_logprobs;
-  g.cache_salt = req.cache_salt;
+  g.cache_salt = CacheNamespace::TenantOf(api_key_id, req.cache_salt);
   auto job = std::make_shared<GenerationJob>(std::move(g), req.stop);
   Status st = ctx.scheduler->Submit(job);
   if (st.code() == StatusCode::kFailedPrecondition) return Overloaded(st.message());
