@@ -84,6 +84,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI- and Anthropic-compatible HTTP API");
   auto o = std::make_shared<ServeOptions>();
   auto key_file = std::make_shared<std::string>();
+  auto prompt_specials = std::make_shared<std::string>("on");
   cmd->add_option("MODEL", o->model_path, "GGUF model file")->envname("EMBER_MODEL");
   cmd->add_flag("--fake", o->fake, "Serve the deterministic fake backend (no model; for tests)")->envname("EMBER_FAKE");
   cmd->add_option("--host", o->host, "Address to bind")->capture_default_str()->envname("EMBER_HOST");
@@ -100,6 +101,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--model-alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body (413 beyond)")
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("EMBER_MAX_BODY_BYTES");
+  cmd->add_option("--completion-prompt-specials", *prompt_specials,
+                  "Raw /v1/completions prompts: control-token strings such as <|eot_id|> become control tokens "
+                  "(on, as llama-server) or stay plain text (off). Chat messages are always plain text")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}))->envname("EMBER_COMPLETION_PROMPT_SPECIALS");
   cmd->add_option("--max-queue", o->max_queue, "Generations allowed to wait (429 beyond)")
       ->capture_default_str()->envname("EMBER_MAX_QUEUE");
   cmd->add_option("--threads", o->threads, "Engine compute threads (0 = physical cores)")
@@ -129,9 +134,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--ssd-flush-timeout", o->ssd_flush_timeout_s,
                   "Seconds a cache flush (POST /admin/cache/flush, shutdown) may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
-  cmd->callback([o, key_file, set_exit, no_ssd, verify] {
+  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials] {
     ServeOptions opts = *o;
     opts.ssd_cache_verify = *verify == "on";
+    opts.completion_prompt_specials = *prompt_specials == "on";
     if (*no_ssd) {
       opts.ssd_cache_dir.clear();
     } else if (opts.ssd_cache_dir.empty()) {

@@ -65,7 +65,10 @@ std::optional<ApiError> HandleMessages(ServerContext& ctx, const httplib::Reques
   if (!body.ok()) return body.error();
   ApiResult<CompletionRequest> req = ParseAnthropicRequest(body.value(), /*require_max_tokens=*/true);
   if (!req.ok()) return req.error();
-  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value());
+  // Dispatch let the key in; which key it was is the caller's prompt-cache tenant.
+  const std::string key_id =
+      ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key"));
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value(), key_id);
   if (!job.ok()) return job.error();
   auto state = std::make_shared<MessageStream>(MessageStream{
       &ctx, job.value(), std::move(req.value()), ResponseMeta{ctx.NewId("msg_"), ctx.clock.unix_seconds(), ctx.model_id}});

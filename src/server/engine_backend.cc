@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "server/json_input.h"
 #include "template/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::server {
 namespace {
@@ -50,6 +51,30 @@ ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {
     out.push_back(std::move(j));
   }
   return out;
+}
+
+// Passes every string under `root` (object keys too, at any depth, without recursion) through
+// Tokenizer::AsPlainText: everything there came from the client, so no control token may parse out of it.
+void MarkClientStrings(const Tokenizer& tok, ordered_json& root) {
+  std::vector<ordered_json*> todo{&root};
+  while (!todo.empty()) {
+    ordered_json& j = *todo.back();
+    todo.pop_back();
+    if (j.is_string()) {
+      j = tok.AsPlainText(j.get_ref<const std::string&>());
+    } else if (j.is_array()) {
+      for (ordered_json& e : j) todo.push_back(&e);
+    } else if (j.is_object()) {
+      bool keys_change = false;  // e.g. a property name in a tool's schema, printed by tojson
+      for (auto it = j.begin(); it != j.end() && !keys_change; ++it) keys_change = tok.AsPlainText(it.key()) != it.key();
+      if (keys_change) {
+        ordered_json rebuilt = ordered_json::object();
+        for (auto it = j.begin(); it != j.end(); ++it) rebuilt[tok.AsPlainText(it.key())] = std::move(it.value());
+        j = std::move(rebuilt);
+      }
+      for (auto it = j.begin(); it != j.end(); ++it) todo.push_back(&it.value());
+    }
+  }
 }
 
 SamplerParams ToSampler(const SamplingParams& s) {
@@ -88,22 +113,14 @@ class EngineBackend final : public InferenceBackend {
   }
 
   StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& in) const override {
-    const Tokenizer& tok = *engine_->tokenizer();
-    const std::string& tmpl = tok.spec().chat_template;
-    if (tmpl.empty()) return FailedPrecondition("the model has no chat template (tokenizer.chat_template)");
-    ordered_json ctx = {{"messages", MessagesJson(in.messages)}, {"add_generation_prompt", in.add_generation_prompt},
-                        {"bos_token", tok.bos() >= 0 ? std::string(tok.TokenToPiece(tok.bos(), true)) : ""},
-                        {"eos_token", tok.eos() >= 0 ? std::string(tok.TokenToPiece(tok.eos(), true)) : ""}};
-    if (!in.tools.empty()) {
-      ordered_json tools = ordered_json::array();
-      for (const ToolSpec& t : in.tools)
-        tools.push_back({{"type", "function"},
-                         {"function", {{"name", t.name}, {"description", t.description},
-                                       {"parameters", ParsedOrText(t.parameters_json)}}}});
-      ctx["tools"] = tools;
-    }
-    for (const auto& [name, value] : in.kwargs_json) ctx[name] = ParsedOrText(value);
-    return RenderChatTemplate(tmpl, ctx);
+    return RenderChat(in, /*client_text_plain=*/false);
+  }
+
+  StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& in) const override {
+    EMBER_ASSIGN_OR_RETURN(std::string text, RenderChat(in, /*client_text_plain=*/true));
+    // The rendered template already holds BOS and its other control tokens as text; the client's text
+    // carries marks that keep its control-token strings text (Tokenizer::AsPlainText).
+    return engine_->tokenizer()->EncodeWithMarks(text, /*add_special=*/false);
   }
 
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token, GenerationResult* out) override {
@@ -180,6 +197,32 @@ class EngineBackend final : public InferenceBackend {
   }
 
  private:
+  // The chat template's context from `in`, rendered. With `client_text_plain`, every client string in it
+  // goes through MarkClientStrings first (for TokenizeChat; the marks would be noise anywhere else).
+  StatusOr<std::string> RenderChat(const ChatTemplateInput& in, bool client_text_plain) const {
+    const Tokenizer& tok = *engine_->tokenizer();
+    const std::string& tmpl = tok.spec().chat_template;
+    if (tmpl.empty()) return FailedPrecondition("the model has no chat template (tokenizer.chat_template)");
+    ordered_json ctx = {{"messages", MessagesJson(in.messages)}, {"add_generation_prompt", in.add_generation_prompt},
+                        {"bos_token", tok.bos() >= 0 ? std::string(tok.TokenToPiece(tok.bos(), true)) : ""},
+                        {"eos_token", tok.eos() >= 0 ? std::string(tok.TokenToPiece(tok.eos(), true)) : ""}};
+    if (!in.tools.empty()) {
+      ordered_json tools = ordered_json::array();
+      for (const ToolSpec& t : in.tools)
+        tools.push_back({{"type", "function"},
+                         {"function", {{"name", t.name}, {"description", t.description},
+                                       {"parameters", ParsedOrText(t.parameters_json)}}}});
+      ctx["tools"] = tools;
+    }
+    for (const auto& [name, value] : in.kwargs_json) ctx[name] = ParsedOrText(value);
+    if (client_text_plain) {
+      MarkClientStrings(tok, ctx["messages"]);
+      if (ctx.contains("tools")) MarkClientStrings(tok, ctx["tools"]);
+      for (const auto& kw : in.kwargs_json) MarkClientStrings(tok, ctx[kw.first]);  // also one named bos_token
+    }
+    return RenderChatTemplate(tmpl, ctx);
+  }
+
   static CacheTierStats SsdTierStats(const TieredStats& t) {
     // Any arithmetic value (uint64 counters, double rates) reported as a double.
     auto gauge = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), false}; };

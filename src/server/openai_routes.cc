@@ -94,7 +94,10 @@ std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Requ
   ApiResult<CompletionRequest> req =
       kind == ApiKind::kChat ? ParseOpenAIChatRequest(body.value()) : ParseOpenAICompletionRequest(body.value());
   if (!req.ok()) return req.error();
-  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value());
+  // Dispatch let the key in; which key it was is the caller's prompt-cache tenant.
+  const std::string key_id =
+      ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key"));
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value(), key_id);
   if (!job.ok()) return job.error();
   const bool chat = kind == ApiKind::kChat;
   auto state = std::make_shared<StreamState>(StreamState{

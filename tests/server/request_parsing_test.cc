@@ -213,6 +213,21 @@ TEST(AnthropicRequest, MapsSystemBlocksAndTools) {
   ASSERT_EQ(r.value().tools.size(), 1u);
 }
 
+// The salt of /v1/messages is the same body field as OpenAI's (docs/server.md "Tenants"); metadata.user_id
+// is Anthropic's abuse-tracking id and stays just that.
+TEST(AnthropicRequest, CacheSaltIsTheSameBodyFieldAsOpenAIsAndUserIdIsNotIt) {
+  json body = {{"max_tokens", 5}, {"cache_salt", "tenant-a"}, {"metadata", {{"user_id", "u1"}}},
+               {"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  auto r = ParseAnthropicRequest(body, true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().cache_salt, "tenant-a");
+  EXPECT_EQ(r.value().user, "u1");
+  body.erase("cache_salt");
+  EXPECT_EQ(ParseAnthropicRequest(body, true).value().cache_salt, "");
+  body["cache_salt"] = 7;
+  EXPECT_EQ(ParseAnthropicRequest(body, true).error().param, "cache_salt");
+}
+
 TEST(AnthropicRequest, ErrorsNameTheField) {
   json ok = {{"max_tokens", 5}, {"messages", {{{"role", "user"}, {"content", "x"}}}}};
   EXPECT_TRUE(ParseAnthropicRequest(ok, true).ok());
