@@ -73,16 +73,7 @@ std::optional<ApiError> HandleMessages(ServerContext& ctx, const httplib::Reques
   auto state = std::make_shared<MessageStream>(MessageStream{
       &ctx, job.value(), std::move(req.value()), ResponseMeta{ctx.NewId("msg_"), ctx.clock.unix_seconds(), ctx.model_id}});
   if (state->req.stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [state](size_t, httplib::DataSink& sink) {
-          SseWriter w([&sink](std::string_view b) { return sink.write(b.data(), b.size()); });
-          StreamMessage(*state, w);
-          if (w.ok()) sink.done();
-          return w.ok();
-        },
-        [state](bool) { state->job->Cancel(); });
+    StartEventStream(res, [state](SseWriter& w) { StreamMessage(*state, w); }, [state] { state->job->Cancel(); });
     return std::nullopt;
   }
   PumpResult r = PumpJob(ctx, *state->job, state->req, nullptr, nullptr, "toolu_" + state->meta.id + "_");

@@ -144,6 +144,9 @@ class ThrowingBackend final : public InferenceBackend {
     return fake_.Tokenize(t, a, p);
   }
   StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const override { return fake_.Detokenize(ids); }
+  StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& in) const override {
+    return fake_.TokenizeChat(in);
+  }
   StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& in) const override {
     return fake_.ApplyChatTemplate(in);
   }
