@@ -43,6 +43,12 @@ Status OpenError(const std::string& path, int err) {
   return ErrnoStatus("open", path, err);
 }
 
+// Only regular files are read: a FIFO or device planted at an entry name would block open() or read()
+// forever (or read without end), hanging a server's startup scan or `ember cache`.
+Status NotRegular(const std::string& path) {
+  return IoError(path + ": not a regular file (the cache reads only regular files)");
+}
+
 class PosixFileLock final : public FileLock {
  public:
   explicit PosixFileLock(int fd) : fd_(fd) {}
@@ -125,9 +131,13 @@ StatusOr<std::vector<uint8_t>> PosixEnv::ReadFile(const std::string& path) {
 }
 
 Status PosixEnv::ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it has no effect on regular files).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return OpenError(path, errno);
   FdCloser closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus("stat", path, errno);
+  if (!S_ISREG(st.st_mode)) return NotRegular(path);
   auto* p = static_cast<uint8_t*>(out);
   size_t done = 0;
   while (done < n) {
@@ -149,6 +159,7 @@ StatusOr<uint64_t> PosixEnv::FileSize(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
   if (S_ISLNK(st.st_mode)) return OpenError(path, ELOOP);
+  if (!S_ISREG(st.st_mode)) return NotRegular(path);
   return static_cast<uint64_t>(st.st_size);
 }
 
@@ -256,8 +267,12 @@ StatusOr<std::unique_ptr<FileLock>> PosixEnv::LockFile(const std::string& path) 
   // flock, not fcntl: an fcntl lock belongs to the process and is dropped when *any* descriptor of the
   // file closes; a flock belongs to this open file description only (two in one process exclude each
   // other too) and the kernel drops it when the holder dies.
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) return OpenError(path, errno);
+  if (struct stat st; ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return NotRegular(path);
+  }
   (void)::fchmod(fd, 0600);  // as NewWritableFile: exactly 0600 whatever the umask (best effort)
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;

@@ -13,8 +13,9 @@
 //     used by one thread at a time.
 //   * Privacy and links (docs/coldtier.md "Directory safety"): files are created exclusively with mode
 //     0600 and directories with 0700, whatever the umask; the last component of a file path is never
-//     followed through a symbolic link (create, read, size, mtime). Whether a directory may be used at all
-//     is decided by private_dir.h on top of Stat.
+//     followed through a symbolic link (create, read, size, mtime), and only regular files are read or
+//     sized (a FIFO or device at an entry name is an error, never a wait). Whether a directory may be
+//     used at all is decided by private_dir.h on top of Stat.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +61,8 @@ class Env {
   // not) is already there, so a planted link is never followed and two writers never share a file. Use
   // TempName() for a fresh name.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
-  // Reads the whole file.
+  // Reads the whole file. Reads and sizes fail (kIoError, naming the path) on a symbolic link or
+  // anything but a regular file.
   virtual StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) = 0;
   // Reads exactly n bytes at offset into out. Fewer bytes available -> kCorrupt ("truncated").
   virtual Status ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) = 0;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "coldtier/fault_env.h"
+#include "held_child.h"
 
 namespace ember {
 namespace {
@@ -175,28 +176,38 @@ TEST_F(PosixEnvTest, LockIsExclusiveWithinAndAcrossProcessesAndDiesWithItsHolder
         << second.status().message();
   }
   // Another process takes it and holds it until killed with SIGKILL.
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  coldtier_test::HeldChild child([&] {
     auto held = PosixEnv::Default()->LockFile(path);
-    const char c = held.ok() ? 'y' : 'n';
-    (void)!::write(ready[1], &c, 1);
-    for (;;) ::pause();
-  }
-  char c = 0;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
+    if (!held.ok()) return 'n';
+    (void)std::move(held).value().release();  // held until the child dies
+    return 'y';
+  });
+  ASSERT_EQ(child.report(), 'y');
   auto busy = env_.LockFile(path);
   ASSERT_FALSE(busy.ok());
-  EXPECT_NE(busy.status().message().find("pid " + std::to_string(child)), std::string::npos)
+  EXPECT_NE(busy.status().message().find("pid " + std::to_string(child.pid())), std::string::npos)
       << busy.status().message();
-  ASSERT_EQ(::kill(child, SIGKILL), 0);
-  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  ASSERT_TRUE(child.Kill());
   EXPECT_TRUE(env_.LockFile(path).ok());  // the kernel released it with the process
-  ::close(ready[0]);
-  ::close(ready[1]);
+}
+
+TEST_F(PosixEnvTest, AFifoAtAFileNameIsAnErrorNeverAWait) {
+  // A FIFO without a writer blocks open(O_RDONLY) forever: before the fix this test hung here, and
+  // the alarm (default action: terminate) turns a hang into a failure of the binary.
+  ::alarm(30);
+  const std::string fifo = JoinPath(dir_, "x.entry");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto read = env_.ReadFile(fifo);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("not a regular file"), std::string::npos) << read.status().message();
+  uint8_t b[4];
+  EXPECT_FALSE(env_.ReadRange(fifo, 0, sizeof b, b).ok());
+  EXPECT_FALSE(env_.FileSize(fifo).ok());
+  EXPECT_FALSE(env_.LockFile(fifo).ok());
+  // A directory is not a file either.
+  EXPECT_FALSE(env_.ReadFile(dir_).ok());
+  EXPECT_FALSE(env_.FileSize(dir_).ok());
+  ::alarm(0);
 }
 
 TEST(FaultEnvTest, ExclusiveCreateLocksAndDirectoryAttributesAreModelled) {
