@@ -169,11 +169,18 @@ uint64_t HashNumericMetadata(const GgufFile& gguf) {
 
 uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf) {
   MemoKey k;
+  // Keyed by the file the engine mapped: a model reached through a link (a hub snapshot's
+  // `model.gguf -> ../blobs/<sha>`) is the link's target, whose size and mtime the Env reports (it never
+  // follows a link itself). Repointing the link changes the key.
   std::error_code ec;
-  k.path = std::filesystem::absolute(model_path, ec).lexically_normal().string();
-  if (ec) k.path = model_path;
-  StatusOr<uint64_t> size = env.FileSize(model_path);
-  StatusOr<int64_t> mtime = env.GetMtimeMicros(model_path);
+  k.path = std::filesystem::canonical(model_path, ec).string();
+  if (ec) {
+    ec.clear();
+    k.path = std::filesystem::absolute(model_path, ec).lexically_normal().string();
+    if (ec) k.path = model_path;
+  }
+  StatusOr<uint64_t> size = env.FileSize(k.path);
+  StatusOr<int64_t> mtime = env.GetMtimeMicros(k.path);
   const bool keyed = size.ok() && mtime.ok() && *size == gguf.file_size();
   if (keyed) {
     k.size = *size;

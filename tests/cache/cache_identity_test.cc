@@ -119,5 +119,19 @@ TEST_F(CacheIdentityTest, AMemoThatIsAFifoIsIgnoredNotWaitedOn) {
   ::alarm(0);
 }
 
+TEST_F(CacheIdentityTest, AModelReachedThroughALinkIsMemoizedUnderItsTarget) {
+  // Hub snapshots link `model.gguf -> ../blobs/<sha>`. The Env never follows a link, so the memo key is
+  // the target's path, size and mtime; before, the link could not be sized and every start re-hashed.
+  const std::string link = *dir_ + "/linked.gguf";
+  fs::remove(link);
+  fs::create_symlink(*model_, link);
+  const std::string target = fs::canonical(*model_).string();
+  WriteMemo(KeyPrefix() + "00000000000000ab " + target + "\n");
+  EXPECT_EQ(WeightsFingerprint(*PosixEnv::Default(), root_, link, *gguf_), 0xabu);
+  fs::remove(root_ + "/weights-fingerprints");
+  EXPECT_EQ(WeightsFingerprint(*PosixEnv::Default(), root_, link, *gguf_), truth_);
+  EXPECT_EQ(ReadMemo(), KeyPrefix() + Hex64(truth_) + " " + target + "\n");
+}
+
 }  // namespace
 }  // namespace ember
