@@ -36,6 +36,7 @@ struct WalkResult {
   std::vector<FileRef> files;
   std::vector<std::string> identities;
   std::vector<std::string> problems;  // one message per refused directory (path and fix)
+  bool root_refused = false;          // DIR itself (or listing it) failed: nothing was walked
 };
 
 // Whether a child is a directory to descend into; a link or an unsafe directory is a problem, never
@@ -64,12 +65,16 @@ FileRef Ref(Env& env, const std::string& id, const std::string& path, bool temp)
 WalkResult Walk(Env& env, const std::string& root) {
   WalkResult out;
   if (Status st = CheckPrivateDir(env, root, DirRole::kRoot); !st.ok()) {
-    if (st.code() != StatusCode::kNotFound) out.problems.push_back(st.message());
+    if (st.code() != StatusCode::kNotFound) {
+      out.problems.push_back(st.message());
+      out.root_refused = true;
+    }
     return out;
   }
   auto ids = env.GetChildren(root);
   if (!ids.ok()) {
     out.problems.push_back(ids.status().message());
+    out.root_refused = true;
     return out;
   }
   std::sort(ids->begin(), ids->end());
@@ -105,6 +110,16 @@ bool ReportProblems(const char* cmd, const std::vector<std::string>& problems) {
   for (const std::string& p : problems) std::fprintf(stderr, "ember cache %s: refused: %s\n", cmd, p.c_str());
   return !problems.empty();
 }
+
+// A refused DIR: its reason, and exit 1 before printing any listing or summary (which would read as
+// "an empty cache").
+int RefuseRoot(const char* cmd, const WalkResult& walk) {
+  ReportProblems(cmd, walk.problems);
+  return 1;
+}
+
+// identity.json is written by ember and a few hundred bytes; anything far larger is not ours.
+constexpr uint64_t kMaxIdentityFileBytes = 64 << 10;
 
 // Locks every identity directory a deleting command walks, as a server does; one a running server holds
 // is left out (and named). Returns the locks, held until the command ends.
@@ -164,14 +179,19 @@ ordered_json HeaderJson(const EntryHeader& h) {
 int Ls(const std::string& root, bool json, bool entries) {
   Env& env = *PosixEnv::Default();
   WalkResult walk = Walk(env, root);
+  if (walk.root_refused) return RefuseRoot("ls", walk);
   const std::vector<std::string>& ids = walk.identities;
   const std::vector<FileRef>& files = walk.files;
   ordered_json out = {{"dir", root}, {"identities", ordered_json::array()}};
   for (const std::string& id : ids) {
     ordered_json j = {{"identity", id}, {"entries", 0}, {"bytes", 0}, {"temp_files", 0}};
-    if (auto raw = env.ReadFile(JoinPath(JoinPath(root, id), "identity.json")); raw.ok()) {
-      ordered_json d = ordered_json::parse(std::string(raw->begin(), raw->end()), nullptr, false);
-      if (d.is_object()) j["about"] = d;  // anything else is not ours: not shown
+    const std::string about_path = JoinPath(JoinPath(root, id), "identity.json");
+    // Missing, not a regular file, oversized or not a JSON object: not ours, not shown.
+    if (StatusOr<uint64_t> n = env.FileSize(about_path); n.ok() && *n <= kMaxIdentityFileBytes) {
+      if (auto raw = env.ReadFile(about_path); raw.ok()) {
+        ordered_json d = ordered_json::parse(std::string(raw->begin(), raw->end()), nullptr, false);
+        if (d.is_object()) j["about"] = d;
+      }
     }
     ordered_json list = ordered_json::array();
     for (const FileRef& f : files) {
@@ -255,6 +275,7 @@ int Inspect(const std::string& file, bool json, bool verify) {
 int Verify(const std::string& root, bool remove) {
   Env& env = *PosixEnv::Default();
   WalkResult walk = Walk(env, root);
+  if (walk.root_refused) return RefuseRoot("verify", walk);
   std::vector<std::unique_ptr<FileLock>> locks;
   if (remove) locks = LockIdentities(env, root, "verify", walk);
   int ok = 0, bad = 0;
@@ -294,6 +315,7 @@ int Gc(const std::string& root, const std::string& max_bytes_text, bool dry_run)
     if (!dry_run) (void)env.RemoveFile(path);
   };
   WalkResult walk = Walk(env, root);
+  if (walk.root_refused) return RefuseRoot("gc", walk);
   std::vector<std::unique_ptr<FileLock>> locks = LockIdentities(env, root, "gc", walk);
   std::vector<FileRef> kept;
   uint64_t total = 0;
@@ -312,7 +334,8 @@ int Gc(const std::string& root, const std::string& max_bytes_text, bool dry_run)
     remove(kept[i].path, "oldest, over --max-bytes");
     total -= kept[i].bytes;
   }
-  std::printf("%s now holds %s\n", root.c_str(), FormatBytes(total).c_str());
+  std::printf("%s now holds %s%s\n", root.c_str(), FormatBytes(total).c_str(),
+              walk.problems.empty() ? "" : " (not counting refused directories)");
   return ReportProblems("gc", walk.problems) ? 1 : 0;
 }
 

@@ -252,6 +252,11 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   };
   Env& env = *PosixEnv::Default();
   CacheIdentity ident;
+  uint64_t disk_cap_bytes = 32ull << 30;
+  // A bad flag is an error whether or not the directory turns out usable.
+  if (!options.ssd_cache_dir.empty() && !options.ssd_cache_bytes.empty()) {
+    EMBER_ASSIGN_OR_RETURN(disk_cap_bytes, ParseByteSize(options.ssd_cache_bytes));
+  }
   if (!options.ssd_cache_dir.empty()) {
     // Checked before anything in it is read: the weights-fingerprint memo there decides the identity.
     if (Status safe = EnsurePrivateDir(env, options.ssd_cache_dir, DirRole::kRoot); !safe.ok()) {
@@ -259,10 +264,7 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
     } else {
       to.root = options.ssd_cache_dir;
       to.kv = engine->kv_config();
-      to.disk_cap_bytes = 32ull << 30;
-      if (!options.ssd_cache_bytes.empty()) {
-        EMBER_ASSIGN_OR_RETURN(to.disk_cap_bytes, ParseByteSize(options.ssd_cache_bytes));
-      }
+      to.disk_cap_bytes = disk_cap_bytes;
       to.verify_tensors = options.ssd_cache_verify;
       to.demote_idle_s = options.ssd_demote_idle_s;
       const auto t0 = std::chrono::steady_clock::now();

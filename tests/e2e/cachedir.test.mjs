@@ -32,7 +32,8 @@ const request = {
   temperature: 0,
 };
 const serveArgs = (dir) => ['--ssd-cache', dir, '--ssd-demote-idle', '0'];
-const cache = (...args) => spawnSync(emberBin, ['cache', ...args], { encoding: 'utf8' });
+// A hang (e.g. opening a FIFO) fails as a timeout instead of stalling the suite.
+const cache = (...args) => spawnSync(emberBin, ['cache', ...args], { encoding: 'utf8', timeout: 30000 });
 
 // Serves one request and checks which tiers the server reports.
 async function servesWith(server, { ssd }) {
@@ -66,6 +67,16 @@ test('a cache directory others may write to is refused with the fix; the RAM tie
   } finally {
     assert.equal((await server.stop()).code, 0);
   }
+});
+
+test('a bad --ssd-cache-bytes is an error even when the directory is refused', () => {
+  const dir = freshDir();
+  mkdirSync(dir);
+  chmodSync(dir, 0o777);
+  const r = spawnSync(emberBin, ['serve', model.path, '--port', '0', ...serveArgs(dir), '--ssd-cache-bytes', '12zz'],
+    { encoding: 'utf8', timeout: 60000 });
+  assert.equal(r.status, 2, `${r.error} ${r.stderr}`);
+  assert.match(r.stderr, /bad byte size unit in '12zz'/);
 });
 
 test("another user's cache directory is refused; the RAM tier serves", async () => {
@@ -164,6 +175,7 @@ test('`ember cache` refuses what a server refuses, with the reason, and exits 1'
     const r = cache(...args, '--dir', dir);
     assert.equal(r.status, 1, `${args.join(' ')}: ${r.stdout} ${r.stderr}`);
     assert.ok(r.stderr.includes(`refused: ${dir} is writable by group or others (mode 0777)`), r.stderr);
+    assert.doesNotMatch(r.stdout, /no cache directories|now holds|entries ok/);  // no summary of an unread dir
   }
   chmodSync(dir, 0o700);
   // One identity directory opened up: named, skipped, exit 1; its entries are not deleted by gc.
@@ -172,6 +184,7 @@ test('`ember cache` refuses what a server refuses, with the reason, and exits 1'
   const gc = cache('gc', '--dir', dir, '--max-bytes', '1');
   assert.equal(gc.status, 1, gc.stderr);
   assert.ok(gc.stderr.includes(`${path.join(dir, identity)} is writable by group or others`), gc.stderr);
+  assert.match(gc.stdout, /now holds 0 B \(not counting refused directories\)/);
   chmodSync(path.join(dir, identity), 0o700);
   assert.ok(walk(dir).some((p) => p.endsWith('.entry')));
 });
@@ -189,4 +202,26 @@ test('`ember cache ls` shows a hostile identity.json as unknown instead of crash
     assert.equal(json.status, 0, `${about}: ${json.stderr}`);
     assert.equal(JSON.parse(json.stdout).identities.length, 1);
   }
+  // Not regular files where ember expects files: a FIFO (opening one waits for a writer: `ls` hung on
+  // it before) and an oversized identity.json are not shown; a FIFO at an entry name is a bad entry.
+  const id = path.join(dir, 'llama-0123456789abcdef');
+  rmSync(path.join(id, 'identity.json'));
+  assert.equal(spawnSync('mkfifo', [path.join(id, 'identity.json')]).status, 0);
+  mkdirSync(path.join(id, '00000000000000aa'), { mode: 0o700 });
+  assert.equal(spawnSync('mkfifo', [path.join(id, '00000000000000aa', '00000000000000bb.entry')]).status, 0);
+  const ls = cache('ls', '--entries', '--dir', dir);
+  assert.equal(ls.status, 0, `${ls.error} ${ls.stderr}`);
+  assert.match(ls.stdout, /llama-0123456789abcdef\s+1 entries/);
+  const verify = cache('verify', '--dir', dir);
+  assert.equal(verify.status, 1, `${verify.error} ${verify.stderr}`);
+  assert.match(verify.stdout, /not a regular file/);
+  assert.match(verify.stdout, /0 entries ok, 1 bad/);
+  const gc = cache('gc', '--dir', dir);
+  assert.equal(gc.status, 0, `${gc.error} ${gc.stderr}`);
+  assert.match(gc.stdout, /delete .*00000000000000bb\.entry \(corrupt header\)/);
+  rmSync(path.join(id, 'identity.json'));
+  writeFileSync(path.join(id, 'identity.json'), `{"model_path": "${'x'.repeat(1 << 20)}"}`);
+  const big = cache('ls', '--dir', dir);
+  assert.equal(big.status, 0, big.stderr);
+  assert.doesNotMatch(big.stdout, /xxxx/);
 });
