@@ -120,7 +120,9 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   auto no_ssd = std::make_shared<bool>(false);
   auto verify = std::make_shared<std::string>("on");
   cmd->add_option("--ssd-cache", o->ssd_cache_dir,
-                  "SSD prompt-cache directory (default: $XDG_CACHE_HOME/ember or ~/.cache/ember)")
+                  "SSD prompt-cache directory (default: $XDG_CACHE_HOME/ember or ~/.cache/ember); it must be this "
+                  "user's alone (not writable by group/others) and one server's per model, else the SSD tier is off "
+                  "with a warning")
       ->envname("EMBER_SSD_CACHE");
   cmd->add_flag("--no-ssd-cache", *no_ssd, "Turn the SSD prompt cache off")->envname("EMBER_NO_SSD_CACHE");
   cmd->add_option("--ssd-cache-bytes", o->ssd_cache_bytes,

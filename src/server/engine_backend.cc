@@ -17,6 +17,7 @@
 #include "cache/prompt_cache.h"
 #include "cache/tiered_cache.h"
 #include "coldtier/env.h"
+#include "coldtier/private_dir.h"
 #include "engine/engine.h"
 #include "server/json_input.h"
 #include "template/chat_template.h"
@@ -289,37 +290,51 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
                cache_bytes == 0 ? " (off)" : "");
   TieredCacheOptions to;
   to.ram_bytes = cache_bytes;
+  // An unusable cache directory (another user's, writable by others, in use by another server of this
+  // model, a file in the way) costs the SSD tier, never the server.
+  auto ssd_off = [](const Status& why) {
+    std::fprintf(stderr, "ember: warning: ssd cache disabled: %s; serving with the RAM tier only\n",
+                 why.message().c_str());
+  };
+  Env& env = *PosixEnv::Default();
+  CacheIdentity ident;
+  uint64_t disk_cap_bytes = 32ull << 30;
+  // A bad flag is an error whether or not the directory turns out usable.
+  if (!options.ssd_cache_dir.empty() && !options.ssd_cache_bytes.empty()) {
+    EMBER_ASSIGN_OR_RETURN(disk_cap_bytes, ParseByteSize(options.ssd_cache_bytes));
+  }
   if (!options.ssd_cache_dir.empty()) {
-    to.root = options.ssd_cache_dir;
-    to.kv = engine->kv_config();
-    to.disk_cap_bytes = 32ull << 30;
-    if (!options.ssd_cache_bytes.empty()) {
-      EMBER_ASSIGN_OR_RETURN(to.disk_cap_bytes, ParseByteSize(options.ssd_cache_bytes));
+    // Checked before anything in it is read: the weights-fingerprint memo there decides the identity.
+    if (Status safe = EnsurePrivateDir(env, options.ssd_cache_dir, DirRole::kRoot); !safe.ok()) {
+      ssd_off(safe);
+    } else {
+      to.root = options.ssd_cache_dir;
+      to.kv = engine->kv_config();
+      to.disk_cap_bytes = disk_cap_bytes;
+      to.verify_tensors = options.ssd_cache_verify;
+      to.demote_idle_s = options.ssd_demote_idle_s;
+      const auto t0 = std::chrono::steady_clock::now();
+      ident = ComputeCacheIdentity(env, to.root, options.model_path, engine->model().gguf(), to.kv);
+      to.identity = ident.dir_name;
+      const double ident_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "ember: ssd cache %s/%s, cap %s (identity %.2f s)\n", to.root.c_str(),
+                   to.identity.c_str(),
+                   to.disk_cap_bytes == 0 ? "unlimited" : FormatBytes(to.disk_cap_bytes).c_str(), ident_s);
     }
-    to.verify_tensors = options.ssd_cache_verify;
-    to.demote_idle_s = options.ssd_demote_idle_s;
-    const auto t0 = std::chrono::steady_clock::now();
-    const CacheIdentity ident = ComputeCacheIdentity(*PosixEnv::Default(), to.root, options.model_path,
-                                                     engine->model().gguf(), to.kv);
-    to.identity = ident.dir_name;
-    WriteIdentityFile(*PosixEnv::Default(), to.root, ident);
-    const double ident_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "ember: ssd cache %s/%s, cap %s (identity %.2f s)\n", to.root.c_str(),
-                 to.identity.c_str(), to.disk_cap_bytes == 0 ? "unlimited" : FormatBytes(to.disk_cap_bytes).c_str(),
-                 ident_s);
   }
   const auto t0 = std::chrono::steady_clock::now();
   const size_t ram_bytes = to.ram_bytes;
+  const std::string root = to.root;
   StatusOr<std::unique_ptr<TieredCache>> opened = TieredCache::Open(std::move(to));
   if (!opened.ok()) {
-    // An unusable cache directory (permissions, a file in the way) costs the SSD tier, never the server.
-    std::fprintf(stderr, "ember: warning: ssd cache disabled: %s\n", opened.status().ToString().c_str());
+    ssd_off(opened.status());
     TieredCacheOptions ram_only;
     ram_only.ram_bytes = ram_bytes;
     opened = TieredCache::Open(std::move(ram_only));
   }
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<TieredCache> tiers, std::move(opened));
   if (tiers->cold_enabled()) {
+    WriteIdentityFile(env, root, ident);  // only once the identity directory is locked as ours
     const TieredStats st = tiers->stats();
     std::fprintf(stderr, "ember: ssd cache scan: %zu entries, %s, %llu corrupt deleted (%.3f s)\n", st.entries,
                  FormatBytes(st.bytes).c_str(), static_cast<unsigned long long>(st.store.corrupt_deleted),
