@@ -100,7 +100,13 @@ class EngineBackend final : public InferenceBackend {
       ctx["tools"] = tools;
     }
     for (const auto& [name, value] : in.kwargs_json) ctx[name] = ParsedOrText(value);
-    return RenderChatTemplate(tmpl, ctx);
+    StatusOr<std::string> prompt = RenderChatTemplate(tmpl, ctx);
+    // A render limit (template/limits.h) is hit by what the request holds: a 400 naming the limit, not
+    // the 429 a ResourceExhausted would map to (retrying cannot help).
+    if (!prompt.ok() && prompt.status().code() == StatusCode::kResourceExhausted) {
+      return InvalidArgument("chat template: " + prompt.status().message());
+    }
+    return prompt;
   }
 
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token, GenerationResult* out) override {
