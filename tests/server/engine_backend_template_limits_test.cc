@@ -34,6 +34,21 @@ TEST(EngineBackendTemplateLimits, LimitsAreInvalidRequests) {
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << s.status().ToString();
   EXPECT_NE(s.status().message().find("max_string_bytes exceeded"), std::string::npos);
 
+  // Tool-call arguments and tool parameters arrive as JSON text, parsed again for the template: a deep
+  // document there is refused the same way (and never copied recursively on the way).
+  const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
+  ChatTemplateInput args;
+  args.messages = {{"user", "hi", {}, "", ""}, {"assistant", "", {{"call_1", "f", deep_json}}, "", ""}};
+  const auto a = (*backend)->ApplyChatTemplate(args);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << a.status().ToString();
+  ChatTemplateInput tools;
+  tools.messages = {{"user", "hi", {}, "", ""}};
+  tools.tools = {{"f", "a tool", deep_json}};
+  const auto t = (*backend)->ApplyChatTemplate(tools);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().ToString();
+
   ChatTemplateInput fine;
   fine.messages = {{"user", "hello", {}, "", ""}};
   EXPECT_TRUE((*backend)->ApplyChatTemplate(fine).ok());
