@@ -221,7 +221,13 @@ class EngineBackend final : public InferenceBackend {
       if (ctx.contains("tools")) MarkClientStrings(tok, ctx["tools"]);
       for (const auto& kw : in.kwargs_json) MarkClientStrings(tok, ctx[kw.first]);  // also one named bos_token
     }
-    return RenderChatTemplate(tmpl, ctx);
+    StatusOr<std::string> prompt = RenderChatTemplate(tmpl, ctx);
+    // A render limit (template/limits.h) is hit by what the request holds: a 400 naming the limit, not
+    // the 429 a ResourceExhausted would map to (retrying cannot help).
+    if (!prompt.ok() && prompt.status().code() == StatusCode::kResourceExhausted) {
+      return InvalidArgument("chat template: " + prompt.status().message());
+    }
+    return prompt;
   }
 
   static CacheTierStats SsdTierStats(const TieredStats& t) {
