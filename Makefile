@@ -9,12 +9,14 @@ DEMO_MODEL ?= $(DATA_DIR)/demo-llama3-q8_0.gguf
 # is the ten-minute soak of each, `make fuzz FUZZ_TARGETS=template_fuzz` runs one.
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS ?= gguf_fuzz openai_request_fuzz anthropic_request_fuzz template_fuzz entry_file_fuzz tokenizer_fuzz
+# Seconds the TSan run gives each test binary (`make tsan`).
+TSAN_SECONDS ?= 600
 # Tests run with their own cache and data homes: a server started by a test must not fill (or read)
 # the user's SSD prompt cache or eval DB.
 TEST_HOME := $(abspath $(BUILD))/test-home
 TEST_ENV := XDG_CACHE_HOME=$(TEST_HOME)/cache XDG_DATA_HOME=$(TEST_HOME)/data
 
-.PHONY: all setup build test unit e2e fuzz fuzz-build serve demo-model clean
+.PHONY: all setup build test unit e2e fuzz fuzz-build tsan serve demo-model clean
 
 all: build
 
@@ -54,8 +56,12 @@ fuzz-build: $(BUILD)/CMakeCache.txt
 fuzz: fuzz-build
 	@fail=0; for t in $(FUZZ_TARGETS); do scripts/fuzz $$t $(FUZZ_SECONDS) || fail=1; done; exit $$fail
 
+# The server, cache, cold-tier and thread-pool tests under ThreadSanitizer (build-tsan/).
+tsan:
+	@BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/tsan $(TSAN_SECONDS)
+
 serve: setup build demo-model
 	@scripts/serve "$(DEMO_MODEL)"
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-tsan
