@@ -5,13 +5,18 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DATA_DIR := $(if $(XDG_DATA_HOME),$(XDG_DATA_HOME),$(HOME)/.local/share)/ember
 DEMO_MODEL ?= $(DATA_DIR)/demo-llama3-q8_0.gguf
-FUZZ_SECONDS ?= 30
+# Seconds per fuzz target (six targets: about two minutes in `make test`); `make fuzz FUZZ_SECONDS=600`
+# is the ten-minute soak of each, `make fuzz FUZZ_TARGETS=template_fuzz` runs one.
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS ?= gguf_fuzz openai_request_fuzz anthropic_request_fuzz template_fuzz entry_file_fuzz tokenizer_fuzz
+# Seconds the TSan run gives each test binary (`make tsan`).
+TSAN_SECONDS ?= 600
 # Tests run with their own cache and data homes: a server started by a test must not fill (or read)
 # the user's SSD prompt cache or eval DB.
 TEST_HOME := $(abspath $(BUILD))/test-home
 TEST_ENV := XDG_CACHE_HOME=$(TEST_HOME)/cache XDG_DATA_HOME=$(TEST_HOME)/data
 
-.PHONY: all setup build test unit e2e fuzz fuzz-build serve demo-model clean
+.PHONY: all setup build test unit e2e fuzz fuzz-build tsan serve demo-model clean
 
 all: build
 
@@ -39,16 +44,24 @@ e2e: build
 	@mkdir -p $(TEST_HOME)
 	@cd tests/e2e && $(TEST_ENV) EMBER_BIN=$(abspath $(BUILD))/ember node --test --test-concurrency=1 .
 
-fuzz-build:
+# The fuzz build (clang, libFuzzer + ASan + UBSan) in build-fuzz/. tokenizer_fuzz's vocabularies come
+# from the plain build's `ember gen-model`, so that binary is built first.
+fuzz-build: $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS) --target ember
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON \
-	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ > /dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target gguf_fuzz
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DEMBER_FUZZ_GEN_MODEL=$(abspath $(BUILD))/ember > /dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 
+# Every target for FUZZ_SECONDS; all run even if one fails, and any crash fails the whole.
 fuzz: fuzz-build
-	@scripts/fuzz gguf_fuzz $(FUZZ_SECONDS)
+	@fail=0; for t in $(FUZZ_TARGETS); do scripts/fuzz $$t $(FUZZ_SECONDS) || fail=1; done; exit $$fail
+
+# The server, cache, cold-tier and thread-pool tests under ThreadSanitizer (build-tsan/).
+tsan:
+	@BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/tsan $(TSAN_SECONDS)
 
 serve: setup build demo-model
 	@scripts/serve "$(DEMO_MODEL)"
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-tsan

@@ -26,6 +26,9 @@ class ByteSource {
   virtual ~ByteSource() = default;
   // Reads exactly n bytes or returns Corrupt (short input) / IoError.
   virtual Status Read(void* data, size_t n) = 0;
+  // Bytes left to read. A reader checks what a stream's header promises against it before allocating
+  // for it (the header may come from a corrupt or hostile file).
+  virtual size_t remaining() const = 0;
 };
 
 // A growable in-memory sink (the RAM blob).
@@ -56,7 +59,7 @@ class SpanSource final : public ByteSource {
     pos_ += n;
     return Status::Ok();
   }
-  size_t remaining() const { return size_ - pos_; }
+  size_t remaining() const override { return size_ - pos_; }
 
  private:
   const uint8_t* data_;

@@ -137,6 +137,17 @@ StatusOr<KvState> KvState::Deserialize(const KvConfig& config, ByteSource& sourc
     }
     g.first = h / bs;
   }
+  // Every held position is in the stream, so the stream must be that long before blocks are allocated
+  // for it: a corrupt n_pos (up to 2^32) would otherwise reserve gigabytes for a few bytes of data.
+  // No wrap: Validate keeps one position of all layers under kMaxKvBlockBytes (2^30), n_pos <= 2^32.
+  uint64_t need = 0;
+  for (const Group& g : state.groups_) {
+    need += g.layers.size() * config.layer_position_bytes() * static_cast<uint64_t>(n_pos - g.first * bs);
+  }
+  if (need > source.remaining()) {
+    return Corrupt("kv state stream: " + std::to_string(n_pos) + " positions claimed, but only " +
+                   std::to_string(source.remaining()) + " bytes of K/V follow");
+  }
   EMBER_RETURN_IF_ERROR(state.Reserve(n_pos));
   const size_t elt = KvDtypeBytes(config.dtype);
   for (Group& g : state.groups_) {

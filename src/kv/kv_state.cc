@@ -38,6 +38,16 @@ Status KvConfig::Validate() const {
                            std::to_string(block_size) + ")");
   }
   if (dtype != KvDtype::kF16 && dtype != KvDtype::kF32) return InvalidArgument("kv config: unknown dtype");
+  // Every block size and offset is computed in size_t from these int32s; refuse what would wrap.
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(uint64_t(n_kv_head), uint64_t(head_dim_k) + uint64_t(head_dim_v), &bytes) ||
+      __builtin_mul_overflow(bytes, uint64_t(KvDtypeBytes(dtype)) * uint64_t(block_size), &bytes) ||
+      __builtin_mul_overflow(bytes, uint64_t(n_layer), &bytes) || bytes > kMaxKvBlockBytes) {
+    return InvalidArgument("kv config: one block of " + std::to_string(block_size) + " positions of " +
+                           std::to_string(n_layer) + " layers x " + std::to_string(n_kv_head) + " heads x (" +
+                           std::to_string(head_dim_k) + " + " + std::to_string(head_dim_v) +
+                           ") dims exceeds the " + std::to_string(kMaxKvBlockBytes >> 20) + " MiB block limit");
+  }
   if (!kinds.empty() && kinds.size() != static_cast<size_t>(n_layer)) {
     return InvalidArgument("kv config: " + std::to_string(kinds.size()) + " layer kinds for " +
                            std::to_string(n_layer) + " layers");

@@ -60,6 +60,11 @@ struct LayerStateSpec {
   int32_t window = 0;  // kWindow only
 };
 
+// The largest block (block_size positions of every layer, K and V) a KvConfig may describe. Real models
+// are far below it (a 405B model in f32 with 256-position blocks: 264 MB); a geometry read from a file
+// that exceeds it, or whose byte counts would wrap, is refused by Validate.
+inline constexpr uint64_t kMaxKvBlockBytes = uint64_t{1} << 30;
+
 struct KvConfig {
   int32_t n_layer = 0;
   int32_t n_kv_head = 0;
