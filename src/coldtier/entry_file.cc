@@ -296,7 +296,10 @@ StatusOr<EntryHeader> ReadHeader(Env& env, const std::string& path) {
   std::vector<uint8_t> head;
   EMBER_ASSIGN_OR_RETURN(Preamble p, ReadPreamble(env, path, &head));
   std::vector<uint8_t> raw(p.header_length);
-  if (kPreambleSize + p.header_length <= head.size()) {
+  if (raw.empty()) {
+    // Nothing to read: the checksum or the parse below refuses an empty header (and memcpy from or to
+    // an empty vector's null data() is undefined even for zero bytes; found by entry_file_fuzz).
+  } else if (kPreambleSize + p.header_length <= head.size()) {
     std::memcpy(raw.data(), head.data() + kPreambleSize, raw.size());
   } else {
     EMBER_RETURN_IF_ERROR(env.ReadRange(path, kPreambleSize, raw.size(), raw.data()));
