@@ -3,10 +3,13 @@
 #include <xxhash.h>
 
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -47,49 +50,87 @@ struct MemoKey {
 
 std::string MemoPath(const std::string& root) { return JoinPath(root, "weights-fingerprints"); }
 
-// One line per model: "<size> <mtime_us> <hash hex> <absolute path>".
-bool LookupMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t* out) {
+// A memo is a few lines per model file; anything bigger is not ours (or is damaged): ignored, rewritten.
+constexpr uint64_t kMaxMemoBytes = 1 << 20;
+
+struct MemoLine {
+  MemoKey key;
+  uint64_t hash = 0;
+};
+
+// Parses "<size> <mtime_us> <16 hex digits> <absolute path>". The memo is untrusted bytes (a damaged
+// disk, an old format, someone's editor): a line that does not parse exactly is skipped, never thrown on.
+std::optional<MemoLine> ParseMemoLine(std::string_view line) {
+  MemoLine m;
+  const char* p = line.data();
+  const char* end = p + line.size();
+  auto field = [&](auto& v, int base) {
+    auto r = std::from_chars(p, end, v, base);
+    if (r.ec != std::errc() || r.ptr == end || *r.ptr != ' ') return false;
+    p = r.ptr + 1;
+    return true;
+  };
+  const char* hex_begin = nullptr;
+  if (!field(m.key.size, 10) || !field(m.key.mtime, 10)) return std::nullopt;
+  hex_begin = p;
+  if (!field(m.hash, 16) || p - hex_begin != 17) return std::nullopt;  // exactly 16 digits and a space
+  m.key.path.assign(p, end);
+  if (m.key.path.empty()) return std::nullopt;
+  return m;
+}
+
+// The memo's well-formed lines ({} if it is missing, unreadable, a link or oversized).
+std::vector<MemoLine> ReadMemo(Env& env, const std::string& root) {
+  StatusOr<uint64_t> size = env.FileSize(MemoPath(root));
+  if (!size.ok() || *size > kMaxMemoBytes) return {};
   StatusOr<std::vector<uint8_t>> raw = env.ReadFile(MemoPath(root));
-  if (!raw.ok()) return false;
-  std::istringstream in(std::string(raw->begin(), raw->end()));
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ls(line);
-    uint64_t size = 0;
-    int64_t mtime = 0;
-    std::string hex, path;
-    if (!(ls >> size >> mtime >> hex) || !std::getline(ls >> std::ws, path)) continue;
-    if (path == k.path && size == k.size && mtime == k.mtime && hex.size() == 16) {
-      *out = std::stoull(hex, nullptr, 16);
+  if (!raw.ok()) return {};
+  std::vector<MemoLine> out;
+  std::string_view text(reinterpret_cast<const char*>(raw->data()), raw->size());
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    if (std::optional<MemoLine> m = ParseMemoLine(text.substr(0, nl))) out.push_back(std::move(*m));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
+  return out;
+}
+
+bool LookupMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t* out) {
+  for (const MemoLine& m : ReadMemo(env, root)) {
+    if (m.key.path == k.path && m.key.size == k.size && m.key.mtime == k.mtime) {
+      *out = m.hash;
       return true;
     }
   }
   return false;
 }
 
-// Rewrites the memo with this model's line replacing any older one for the same path (atomic rename).
+// Writes text to path atomically: a fresh exclusive temp file (env.h), fsync, rename, directory fsync.
+// Best effort (the memo and identity.json are conveniences); a failure leaves no temp file behind.
+void WriteAtomically(Env& env, const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string tmp = JoinPath(dir, TempName(name));
+  auto f = env.NewWritableFile(tmp);
+  if (!f.ok()) return;
+  if ((*f)->Append(text.data(), text.size()).ok() && (*f)->Sync().ok() && (*f)->Close().ok() &&
+      env.Rename(tmp, JoinPath(dir, name)).ok()) {
+    (void)env.SyncDir(dir);
+    return;
+  }
+  (void)env.RemoveFile(tmp);
+}
+
+// Rewrites the memo with this model's line replacing any older one for the same path. Lines that did not
+// parse are dropped: a damaged memo heals on the next start.
 void StoreMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t hash) {
   std::string text;
-  if (StatusOr<std::vector<uint8_t>> raw = env.ReadFile(MemoPath(root)); raw.ok()) {
-    std::istringstream in(std::string(raw->begin(), raw->end()));
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream ls(line);
-      uint64_t size;
-      int64_t mtime;
-      std::string hex, path;
-      if ((ls >> size >> mtime >> hex) && std::getline(ls >> std::ws, path) && path != k.path) text += line + "\n";
-    }
+  for (const MemoLine& m : ReadMemo(env, root)) {
+    if (m.key.path == k.path || m.key.path.find('\n') != std::string::npos) continue;
+    text += std::to_string(m.key.size) + " " + std::to_string(m.key.mtime) + " " + Hex64(m.hash) + " " +
+            m.key.path + "\n";
   }
+  if (k.path.find('\n') != std::string::npos) return;  // a path with a newline cannot be a memo line
   text += std::to_string(k.size) + " " + std::to_string(k.mtime) + " " + Hex64(hash) + " " + k.path + "\n";
-  const std::string tmp = MemoPath(root) + ".tmp";
-  if (env.CreateDirs(root).ok()) {
-    auto f = env.NewWritableFile(tmp);
-    if (f.ok() && (*f)->Append(text.data(), text.size()).ok() && (*f)->Sync().ok() && (*f)->Close().ok() &&
-        env.Rename(tmp, MemoPath(root)).ok()) {
-      (void)env.SyncDir(root);
-      return;
-    }
-    (void)env.RemoveFile(tmp);
-  }
+  if (env.CreateDirs(root).ok()) WriteAtomically(env, root, "weights-fingerprints", text);
 }
 
 }  // namespace
@@ -128,11 +169,18 @@ uint64_t HashNumericMetadata(const GgufFile& gguf) {
 
 uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf) {
   MemoKey k;
+  // Keyed by the file the engine mapped: a model reached through a link (a hub snapshot's
+  // `model.gguf -> ../blobs/<sha>`) is the link's target, whose size and mtime the Env reports (it never
+  // follows a link itself). Repointing the link changes the key.
   std::error_code ec;
-  k.path = std::filesystem::absolute(model_path, ec).lexically_normal().string();
-  if (ec) k.path = model_path;
-  StatusOr<uint64_t> size = env.FileSize(model_path);
-  StatusOr<int64_t> mtime = env.GetMtimeMicros(model_path);
+  k.path = std::filesystem::canonical(model_path, ec).string();
+  if (ec) {
+    ec.clear();
+    k.path = std::filesystem::absolute(model_path, ec).lexically_normal().string();
+    if (ec) k.path = model_path;
+  }
+  StatusOr<uint64_t> size = env.FileSize(k.path);
+  StatusOr<int64_t> mtime = env.GetMtimeMicros(k.path);
   const bool keyed = size.ok() && mtime.ok() && *size == gguf.file_size();
   if (keyed) {
     k.size = *size;
@@ -184,15 +232,7 @@ CacheIdentity ComputeCacheIdentity(Env& env, const std::string& root, const std:
 
 void WriteIdentityFile(Env& env, const std::string& root, const CacheIdentity& id) {
   const std::string dir = JoinPath(root, id.dir_name);
-  const std::string tmp = JoinPath(dir, "identity.json.tmp");
-  if (!env.CreateDirs(dir).ok()) return;
-  auto f = env.NewWritableFile(tmp);
-  if (f.ok() && (*f)->Append(id.description.data(), id.description.size()).ok() && (*f)->Sync().ok() &&
-      (*f)->Close().ok() && env.Rename(tmp, JoinPath(dir, "identity.json")).ok()) {
-    (void)env.SyncDir(dir);
-    return;
-  }
-  (void)env.RemoveFile(tmp);
+  if (env.CreateDirs(dir).ok()) WriteAtomically(env, dir, "identity.json", id.description);
 }
 
 }  // namespace ember

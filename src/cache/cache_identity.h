@@ -37,8 +37,9 @@ uint64_t HashWeights(const GgufFile& gguf);
 uint64_t HashNumericMetadata(const GgufFile& gguf);
 
 // HashWeights, memoized under <root>/weights-fingerprints (through env). A memo that cannot be read or
-// written is ignored (the hash is recomputed): it is an optimisation, never an input to correctness
-// beyond the (path, size, mtime) key.
+// written, is over 1 MiB, or has lines that do not parse (damaged, hostile) is ignored line by line and
+// the hash recomputed; nothing in it can throw or stop the process. It is an optimisation, trusted only
+// as far as the cache directory is (coldtier/private_dir.h: callers check <root> first).
 uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf);
 
 struct CacheIdentity {

@@ -4,10 +4,12 @@
 
 #include <cstring>
 
+#include "util/sha256.h"
+
 namespace ember {
 namespace {
 
-void AppendField(std::string& out, const std::string& field) {
+void AppendField(std::string& out, std::string_view field) {
   out += std::to_string(field.size());
   out += ':';
   out += field;
@@ -29,6 +31,14 @@ std::string CacheNamespace::Key() const {
   key.push_back('t');
   AppendField(key, tenant);
   return key;
+}
+
+std::string CacheNamespace::TenantOf(std::string_view api_key_id, std::string_view cache_salt) {
+  if (api_key_id.empty() && cache_salt.empty()) return "";
+  std::string input = "ember-tenant-v1;";  // domain separation: this digest is only ever a tenant name
+  AppendField(input, api_key_id);
+  AppendField(input, cache_salt);
+  return Sha256Hex(input);
 }
 
 uint64_t CacheNamespace::Hash() const {

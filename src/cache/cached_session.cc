@@ -69,8 +69,15 @@ StatusOr<CachedSession::Prepared> CachedSession::Prepare(const SessionRequest& r
     // Split the cold prefill at L - 1 so the prompt-only state really exists at that offset (§2.5).
     const auto head = prompt.subspan(out.pending, static_cast<size_t>(L - 1) - out.pending);
     const double t0 = Now();
-    EMBER_RETURN_IF_ERROR(engine_.Prefill(*out.seq, head, 0, req.generate.cancel).status());
-    if (tiers_ != nullptr) tiers_->NotePrefill(static_cast<int64_t>(head.size()), Now() - t0);
+    const int64_t before = out.seq->n_pos();
+    EMBER_ASSIGN_OR_RETURN(const float* logits, engine_.Prefill(*out.seq, head, 0, req.generate.cancel));
+    if (tiers_ != nullptr) tiers_->NotePrefill(out.seq->n_pos() - before, Now() - t0);
+    if (logits == nullptr) {
+      // Cancelled part way: no snapshot. Engine::Generate sees the (sticky) flag before its first chunk
+      // and ends as cancelled; the part already forwarded still goes back into the cache.
+      out.pending = static_cast<size_t>(out.seq->n_pos());
+      return out;
+    }
     out.pending = static_cast<size_t>(L - 1);
     EMBER_ASSIGN_OR_RETURN(auto snap, SnapshotKv(out.seq->kv(), L - 1));
     EMBER_RETURN_IF_ERROR(InsertEntry({prompt.begin(), prompt.end() - 1}, std::move(snap), req.ns));
@@ -105,7 +112,8 @@ StatusOr<SessionResult> CachedSession::Generate(const SessionRequest& req, const
   const std::span<const int32_t> rest = std::span<const int32_t>(req.prompt).subspan(prep.pending);
   EMBER_ASSIGN_OR_RETURN(r.gen, engine_.Generate(*prep.seq, rest, req.generate, timed));
   if (tiers_ != nullptr) tiers_->NotePrefill(r.gen.prompt_tokens, r.gen.prefill_s);
-  r.prefilled_tokens = r.prompt_tokens - r.cached_tokens;
+  // Forwarded by Prepare's split plus by Generate: the whole uncached prompt, unless cancelled.
+  r.prefilled_tokens = static_cast<int64_t>(prep.pending) - r.cached_tokens + r.gen.prompt_tokens;
   // The state's own counter: exact for window groups and released blocks, unlike comparing block ids.
   r.cow_bytes_copied = prep.seq->kv().cow_bytes_copied() - prep.cow_bytes_before;
   if (caching(req)) {

@@ -16,6 +16,7 @@
 #include "coldtier/entry_file.h"
 #include "coldtier/entry_format.h"
 #include "coldtier/env.h"
+#include "coldtier/private_dir.h"
 
 namespace ember::cli {
 namespace {
@@ -30,36 +31,120 @@ struct FileRef {
   int64_t mtime_us = 0;
 };
 
-// Every entry and temp file under <root>/<identity>/<ns>/ (the layout of docs/coldtier.md).
-std::vector<FileRef> Walk(Env& env, const std::string& root, std::vector<std::string>* identities) {
-  std::vector<FileRef> out;
+// What Walk found: files, identity directories, and directories refused (coldtier/private_dir.h).
+struct WalkResult {
+  std::vector<FileRef> files;
+  std::vector<std::string> identities;
+  std::vector<std::string> problems;  // one message per refused directory (path and fix)
+  bool root_refused = false;          // DIR itself (or listing it) failed: nothing was walked
+};
+
+// Whether a child is a directory to descend into; a link or an unsafe directory is a problem, never
+// followed (exactly what a server would refuse).
+bool UsableDir(Env& env, const std::string& path, std::vector<std::string>* problems) {
+  StatusOr<PathInfo> info = env.Stat(path, /*follow_symlinks=*/false);
+  if (!info.ok() || (info->type != PathInfo::Type::kDir && info->type != PathInfo::Type::kSymlink)) return false;
+  Status st = CheckPrivateDir(env, path, DirRole::kOwn);
+  if (!st.ok()) problems->push_back(st.message());
+  return st.ok();
+}
+
+FileRef Ref(Env& env, const std::string& id, const std::string& path, bool temp) {
+  FileRef f;
+  f.identity = id;
+  f.path = path;
+  f.temp = temp;
+  f.bytes = env.FileSize(path).ok() ? *env.FileSize(path) : 0;
+  f.mtime_us = env.GetMtimeMicros(path).ok() ? *env.GetMtimeMicros(path) : 0;
+  return f;
+}
+
+// Every entry and temp file under <root>/<identity>/<ns>/ (the layout of docs/coldtier.md), plus temp
+// files of interrupted identity.json writes. A missing root is an empty cache; a root that fails the
+// checks is walked not at all.
+WalkResult Walk(Env& env, const std::string& root) {
+  WalkResult out;
+  if (Status st = CheckPrivateDir(env, root, DirRole::kRoot); !st.ok()) {
+    if (st.code() != StatusCode::kNotFound) {
+      out.problems.push_back(st.message());
+      out.root_refused = true;
+    }
+    return out;
+  }
   auto ids = env.GetChildren(root);
-  if (!ids.ok()) return out;
+  if (!ids.ok()) {
+    out.problems.push_back(ids.status().message());
+    out.root_refused = true;
+    return out;
+  }
   std::sort(ids->begin(), ids->end());
   for (const std::string& id : *ids) {
     const std::string id_dir = JoinPath(root, id);
-    if (!env.DirExists(id_dir)) continue;
-    if (identities) identities->push_back(id);
+    if (!UsableDir(env, id_dir, &out.problems)) continue;
+    out.identities.push_back(id);
     auto nss = env.GetChildren(id_dir);
     if (!nss.ok()) continue;
+    std::sort(nss->begin(), nss->end());
     for (const std::string& ns : *nss) {
       const std::string ns_dir = JoinPath(id_dir, ns);
-      if (!env.DirExists(ns_dir)) continue;
+      if (ns.ends_with(kTempExtension) && env.Stat(ns_dir, false).ok() &&
+          env.Stat(ns_dir, false)->type == PathInfo::Type::kFile) {
+        out.files.push_back(Ref(env, id, ns_dir, /*temp=*/true));
+        continue;
+      }
+      if (!UsableDir(env, ns_dir, &out.problems)) continue;
       auto names = env.GetChildren(ns_dir);
       if (!names.ok()) continue;
       for (const std::string& name : *names) {
-        FileRef f;
-        f.identity = id;
-        f.path = JoinPath(ns_dir, name);
-        f.temp = name.ends_with(kTempExtension);
-        if (!f.temp && !name.ends_with(kEntryExtension)) continue;
-        f.bytes = env.FileSize(f.path).ok() ? *env.FileSize(f.path) : 0;
-        f.mtime_us = env.GetMtimeMicros(f.path).ok() ? *env.GetMtimeMicros(f.path) : 0;
-        out.push_back(std::move(f));
+        const bool temp = name.ends_with(kTempExtension);
+        if (!temp && !name.ends_with(kEntryExtension)) continue;
+        out.files.push_back(Ref(env, id, JoinPath(ns_dir, name), temp));
       }
     }
   }
   return out;
+}
+
+// Prints each refused directory; true if there was one (the command then exits 1).
+bool ReportProblems(const char* cmd, const std::vector<std::string>& problems) {
+  for (const std::string& p : problems) std::fprintf(stderr, "ember cache %s: refused: %s\n", cmd, p.c_str());
+  return !problems.empty();
+}
+
+// A refused DIR: its reason, and exit 1 before printing any listing or summary (which would read as
+// "an empty cache").
+int RefuseRoot(const char* cmd, const WalkResult& walk) {
+  ReportProblems(cmd, walk.problems);
+  return 1;
+}
+
+// identity.json is written by ember and a few hundred bytes; anything far larger is not ours.
+constexpr uint64_t kMaxIdentityFileBytes = 64 << 10;
+
+// Locks every identity directory a deleting command walks, as a server does; one a running server holds
+// is left out (and named). Returns the locks, held until the command ends.
+std::vector<std::unique_ptr<FileLock>> LockIdentities(Env& env, const std::string& root, const char* cmd,
+                                                      WalkResult& walk) {
+  std::vector<std::unique_ptr<FileLock>> locks;
+  std::vector<std::string> busy;
+  for (const std::string& id : walk.identities) {
+    StatusOr<std::unique_ptr<FileLock>> lock = env.LockFile(JoinPath(JoinPath(root, id), kLockFileName));
+    if (lock.ok()) {
+      locks.push_back(std::move(lock).value());
+      continue;
+    }
+    busy.push_back(id);
+    std::fprintf(stderr, "ember cache %s: skipping %s: in use by a running server (%s)\n", cmd,
+                 JoinPath(root, id).c_str(), lock.status().message().c_str());
+  }
+  std::erase_if(walk.files, [&](const FileRef& f) { return std::count(busy.begin(), busy.end(), f.identity) > 0; });
+  return locks;
+}
+
+// A field of identity.json for display: the file is untrusted, so any other type is shown as "?".
+std::string AboutField(const ordered_json& about, const char* key) {
+  auto it = about.find(key);
+  return it != about.end() && it->is_string() ? it->get<std::string>() : "?";
 }
 
 std::string Age(int64_t mtime_us) {
@@ -93,14 +178,20 @@ ordered_json HeaderJson(const EntryHeader& h) {
 
 int Ls(const std::string& root, bool json, bool entries) {
   Env& env = *PosixEnv::Default();
-  std::vector<std::string> ids;
-  std::vector<FileRef> files = Walk(env, root, &ids);
+  WalkResult walk = Walk(env, root);
+  if (walk.root_refused) return RefuseRoot("ls", walk);
+  const std::vector<std::string>& ids = walk.identities;
+  const std::vector<FileRef>& files = walk.files;
   ordered_json out = {{"dir", root}, {"identities", ordered_json::array()}};
   for (const std::string& id : ids) {
     ordered_json j = {{"identity", id}, {"entries", 0}, {"bytes", 0}, {"temp_files", 0}};
-    if (auto raw = env.ReadFile(JoinPath(JoinPath(root, id), "identity.json")); raw.ok()) {
-      ordered_json d = ordered_json::parse(std::string(raw->begin(), raw->end()), nullptr, false);
-      if (!d.is_discarded()) j["about"] = d;
+    const std::string about_path = JoinPath(JoinPath(root, id), "identity.json");
+    // Missing, not a regular file, oversized or not a JSON object: not ours, not shown.
+    if (StatusOr<uint64_t> n = env.FileSize(about_path); n.ok() && *n <= kMaxIdentityFileBytes) {
+      if (auto raw = env.ReadFile(about_path); raw.ok()) {
+        ordered_json d = ordered_json::parse(std::string(raw->begin(), raw->end()), nullptr, false);
+        if (d.is_object()) j["about"] = d;
+      }
     }
     ordered_json list = ordered_json::array();
     for (const FileRef& f : files) {
@@ -124,16 +215,18 @@ int Ls(const std::string& root, bool json, bool entries) {
     if (entries) j["files"] = std::move(list);
     out["identities"].push_back(std::move(j));
   }
+  const bool refused = ReportProblems("ls", walk.problems);
   if (json) {
-    std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    // Untrusted strings (a namespace, identity.json) may not be UTF-8: replaced, never thrown on.
+    std::printf("%s\n", out.dump(2, ' ', false, ordered_json::error_handler_t::replace).c_str());
+    return refused ? 1 : 0;
   }
   std::printf("%s\n", root.c_str());
   if (ids.empty()) std::printf("  (no cache directories)\n");
   for (const ordered_json& j : out["identities"]) {
     std::string about;
     if (j.contains("about")) {
-      about = "  " + j["about"].value("model_path", std::string("?")) + ", kv " + j["about"].value("kv_dtype", std::string("?"));
+      about = "  " + AboutField(j["about"], "model_path") + ", kv " + AboutField(j["about"], "kv_dtype");
     }
     std::printf("  %-40s %6d entries %12s%s%s\n", j["identity"].get<std::string>().c_str(), j["entries"].get<int>(),
                 FormatBytes(j["bytes"].get<uint64_t>()).c_str(), about.c_str(),
@@ -146,7 +239,7 @@ int Ls(const std::string& root, bool json, bool entries) {
                   Age(e["mtime_us"].get<int64_t>()).c_str());
     }
   }
-  return 0;
+  return refused ? 1 : 0;
 }
 
 int Inspect(const std::string& file, bool json, bool verify) {
@@ -161,7 +254,7 @@ int Inspect(const std::string& file, bool json, bool verify) {
   if (verify) data = ReadEntry(env, file, /*verify_tensors=*/true).status();
   if (verify) j["data"] = data.ok() ? "ok" : data.ToString();
   if (json) {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, ordered_json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s\n  identity   %s\n  namespace  %s\n  tokens     %zu\n  kv         %d layers x %d heads, dims %d/%d, %s, "
                 "block %d\n  file       %s (data at %llu)\n",
@@ -181,8 +274,12 @@ int Inspect(const std::string& file, bool json, bool verify) {
 // Verifies every entry file of every identity (header, checksums, that it sits in its identity's dir).
 int Verify(const std::string& root, bool remove) {
   Env& env = *PosixEnv::Default();
+  WalkResult walk = Walk(env, root);
+  if (walk.root_refused) return RefuseRoot("verify", walk);
+  std::vector<std::unique_ptr<FileLock>> locks;
+  if (remove) locks = LockIdentities(env, root, "verify", walk);
   int ok = 0, bad = 0;
-  for (const FileRef& f : Walk(env, root, nullptr)) {
+  for (const FileRef& f : walk.files) {
     if (f.temp) continue;
     StatusOr<LoadedEntry> e = ReadEntry(env, f.path, /*verify_tensors=*/true);
     Status st = e.status();
@@ -196,6 +293,7 @@ int Verify(const std::string& root, bool remove) {
     if (remove && env.RemoveFile(f.path).ok()) std::printf("     deleted\n");
   }
   std::printf("%d entries ok, %d bad%s\n", ok, bad, bad && !remove ? " (--delete removes them)" : "");
+  if (ReportProblems("verify", walk.problems)) return 1;
   return bad == 0 || remove ? 0 : 1;
 }
 
@@ -216,9 +314,12 @@ int Gc(const std::string& root, const std::string& max_bytes_text, bool dry_run)
     std::printf("%s %s (%s)\n", dry_run ? "would delete" : "delete", path.c_str(), why);
     if (!dry_run) (void)env.RemoveFile(path);
   };
+  WalkResult walk = Walk(env, root);
+  if (walk.root_refused) return RefuseRoot("gc", walk);
+  std::vector<std::unique_ptr<FileLock>> locks = LockIdentities(env, root, "gc", walk);
   std::vector<FileRef> kept;
   uint64_t total = 0;
-  for (const FileRef& f : Walk(env, root, nullptr)) {
+  for (const FileRef& f : walk.files) {
     if (f.temp) {
       remove(f.path, "temp file of an interrupted write");
     } else if (!ReadHeader(env, f.path).ok()) {
@@ -233,8 +334,9 @@ int Gc(const std::string& root, const std::string& max_bytes_text, bool dry_run)
     remove(kept[i].path, "oldest, over --max-bytes");
     total -= kept[i].bytes;
   }
-  std::printf("%s now holds %s\n", root.c_str(), FormatBytes(total).c_str());
-  return 0;
+  std::printf("%s now holds %s%s\n", root.c_str(), FormatBytes(total).c_str(),
+              walk.problems.empty() ? "" : " (not counting refused directories)");
+  return ReportProblems("gc", walk.problems) ? 1 : 0;
 }
 
 void SetupCache(CLI::App& app, std::function<void(int)> set_exit) {
@@ -242,8 +344,10 @@ void SetupCache(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->footer(
       "The SSD cache keeps one file per cached prefix under DIR/<identity>/<namespace>/, where <identity>\n"
       "hashes the model's weights, tokenizer, KV dtype and format versions: entries are only ever reused by\n"
-      "the exact model that wrote them. A running `ember serve` owns its identity directory; `gc` and\n"
-      "`verify --delete` are safe against crashed writes but should not race a server's own cap eviction.");
+      "the exact model that wrote them. A running `ember serve` locks its identity directory; `gc` and\n"
+      "`verify --delete` take the same lock and skip (and name) directories a server holds. Directories\n"
+      "owned by another user, writable by group or others, or reached through a link inside DIR are refused\n"
+      "(exit 1), as a server would refuse them.");
   cmd->require_subcommand(1);
   auto dir = std::make_shared<std::string>(DefaultSsdCacheDir());
   auto json = std::make_shared<bool>(false);

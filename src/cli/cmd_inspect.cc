@@ -58,7 +58,8 @@ std::string Human(double bytes) {
   return buf;
 }
 
-void PrintHuman(const GgufFile& f, const ModelSummary& s, bool full) {
+// Metadata and tensors, then the summary; `s` is null when the metadata is broken (the caller says why).
+void PrintHuman(const GgufFile& f, const ModelSummary* s, bool full) {
   std::cout << f.name() << ": GGUF v" << f.version() << ", " << f.metadata().size() << " metadata keys, "
             << f.tensors().size() << " tensors, alignment " << f.alignment() << ", data at byte " << f.data_offset()
             << "\n\nmetadata:\n";
@@ -74,12 +75,13 @@ void PrintHuman(const GgufFile& f, const ModelSummary& s, bool full) {
     std::printf("  %-32s %-6s %-22s %12s\n", t.name.c_str(), GgmlTypeName(t.type), shape.str().c_str(),
                 Human(static_cast<double>(t.n_bytes)).c_str());
   }
-  std::cout << "\nsummary:\n  arch " << s.arch << ", file type " << s.file_type << ", " << s.n_params << " parameters ("
-            << s.n_params / 1e6 << " M), weights " << Human(static_cast<double>(s.weight_bytes)) << "\n  layers "
-            << s.n_layer << ", embd " << s.n_embd << ", heads " << s.n_head << "/" << s.n_head_kv << " (head dim "
-            << s.head_dim << "), context " << s.n_ctx << ", vocab " << s.n_vocab << "\n  KV per token at f16: "
-            << Human(static_cast<double>(s.kv_bytes_per_token_f16)) << "; weights read per decoded token: "
-            << Human(static_cast<double>(s.decode_bytes_per_token)) << "\n";
+  if (s == nullptr) return;
+  std::cout << "\nsummary:\n  arch " << s->arch << ", file type " << s->file_type << ", " << s->n_params << " parameters ("
+            << s->n_params / 1e6 << " M), weights " << Human(static_cast<double>(s->weight_bytes)) << "\n  layers "
+            << s->n_layer << ", embd " << s->n_embd << ", heads " << s->n_head << "/" << s->n_head_kv << " (head dim "
+            << s->head_dim << "), context " << s->n_ctx << ", vocab " << s->n_vocab << "\n  KV per token at f16: "
+            << Human(static_cast<double>(s->kv_bytes_per_token_f16)) << "; weights read per decoded token: "
+            << Human(static_cast<double>(s->decode_bytes_per_token)) << "\n";
 }
 
 int Run(const std::string& path, bool as_json, bool full) {
@@ -89,10 +91,17 @@ int Run(const std::string& path, bool as_json, bool full) {
     return 1;
   }
   const GgufFile& f = **file;
-  const ModelSummary s = Summarize(f);
+  // A file whose metadata is broken (a key of the wrong type, an absurd dimension) is still shown, then
+  // named as broken: exit 1, as for a file that does not parse.
+  const StatusOr<ModelSummary> s = Summarize(f);
+  const auto report = [&]() {
+    if (s.ok()) return 0;
+    std::cerr << "ember inspect: " << s.status().ToString() << "\n";
+    return 1;
+  };
   if (!as_json) {
-    PrintHuman(f, s, full);
-    return 0;
+    PrintHuman(f, s.ok() ? &*s : nullptr, full);
+    return report();
   }
   json meta = json::object();
   for (const auto& [key, v] : f.metadata()) meta[key] = ValueJson(f, key, v, full);
@@ -102,9 +111,14 @@ int Run(const std::string& path, bool as_json, bool full) {
                        {"shape", std::vector<uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims)},
                        {"bytes", t.n_bytes}, {"offset", f.data_offset() + t.offset}});
   json out = {{"file", path}, {"version", f.version()}, {"alignment", f.alignment()},
-              {"data_offset", f.data_offset()}, {"metadata", meta}, {"tensors", tensors}, {"summary", SummaryJson(s)}};
+              {"data_offset", f.data_offset()}, {"metadata", meta}, {"tensors", tensors}};
+  if (s.ok()) {
+    out["summary"] = SummaryJson(*s);
+  } else {
+    out["error"] = s.status().ToString();
+  }
   std::cout << out.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-  return 0;
+  return report();
 }
 
 void Setup(CLI::App& app, std::function<void(int)> set_exit) {

@@ -49,16 +49,19 @@ int Serve(ServeOptions o, const std::string& key_file) {
       return 2;
     }
   }
-  auto backend = MakeBackend(o);
-  if (!backend.ok()) {
-    std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
-    return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
+  // Blocked before MakeBackend starts the compute pool and the cold tier's threads: a thread created
+  // later inherits the mask, so a stop signal can only be taken by the sigwait below (never kill a
+  // backend thread mid-flush).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  auto backend = MakeBackend(o);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
+    return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
   if (server::HttpWorkerThreads(o) <= static_cast<int>(o.max_queue) + 1) {
     std::fprintf(stderr,
                  "ember serve: warning: --http-threads %d <= --max-queue + 1: queued generations can hold every "
@@ -74,7 +77,10 @@ int Serve(ServeOptions o, const std::string& key_file) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "ember serve: signal %d, draining (up to %.0f s)\n", sig, o.shutdown_timeout_s);
+  std::fprintf(stderr, "ember serve: signal %d, draining (up to %.0f s; a second signal stops at once)\n", sig,
+               o.shutdown_timeout_s);
+  // Only main unblocks: a second Ctrl-C during the drain or the flush ends the process (the user asked).
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   Status st = http.Shutdown();
   std::fprintf(stderr, "ember serve: stopped; cache flush: %s\n", st.ok() ? "ok" : st.ToString().c_str());
   return st.ok() ? 0 : 1;
@@ -84,6 +90,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI- and Anthropic-compatible HTTP API");
   auto o = std::make_shared<ServeOptions>();
   auto key_file = std::make_shared<std::string>();
+  auto prompt_specials = std::make_shared<std::string>("on");
   cmd->add_option("MODEL", o->model_path, "GGUF model file")->envname("EMBER_MODEL");
   cmd->add_flag("--fake", o->fake, "Serve the deterministic fake backend (no model; for tests)")->envname("EMBER_FAKE");
   cmd->add_option("--host", o->host, "Address to bind")->capture_default_str()->envname("EMBER_HOST");
@@ -104,6 +111,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--model-alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body (413 beyond)")
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("EMBER_MAX_BODY_BYTES");
+  cmd->add_option("--completion-prompt-specials", *prompt_specials,
+                  "Raw /v1/completions prompts: control-token strings such as <|eot_id|> become control tokens "
+                  "(on, as llama-server) or stay plain text (off). Chat messages are always plain text")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}))->envname("EMBER_COMPLETION_PROMPT_SPECIALS");
   cmd->add_option("--max-queue", o->max_queue, "Generations allowed to wait (429 beyond)")
       ->capture_default_str()->envname("EMBER_MAX_QUEUE");
   cmd->add_option("--threads", o->threads, "Engine compute threads (0 = physical cores)")
@@ -124,7 +135,9 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   auto no_ssd = std::make_shared<bool>(false);
   auto verify = std::make_shared<std::string>("on");
   cmd->add_option("--ssd-cache", o->ssd_cache_dir,
-                  "SSD prompt-cache directory (default: $XDG_CACHE_HOME/ember or ~/.cache/ember)")
+                  "SSD prompt-cache directory (default: $XDG_CACHE_HOME/ember or ~/.cache/ember); it must be this "
+                  "user's alone (not writable by group/others) and one server's per model, else the SSD tier is off "
+                  "with a warning")
       ->envname("EMBER_SSD_CACHE");
   cmd->add_flag("--no-ssd-cache", *no_ssd, "Turn the SSD prompt cache off")->envname("EMBER_NO_SSD_CACHE");
   cmd->add_option("--ssd-cache-bytes", o->ssd_cache_bytes,
@@ -138,9 +151,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--ssd-flush-timeout", o->ssd_flush_timeout_s,
                   "Seconds a cache flush (POST /admin/cache/flush, shutdown) may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
-  cmd->callback([o, key_file, set_exit, no_ssd, verify] {
+  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials] {
     ServeOptions opts = *o;
     opts.ssd_cache_verify = *verify == "on";
+    opts.completion_prompt_specials = *prompt_specials == "on";
     if (*no_ssd) {
       opts.ssd_cache_dir.clear();
     } else if (opts.ssd_cache_dir.empty()) {

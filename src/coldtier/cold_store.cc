@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "coldtier/entry_format.h"
+#include "coldtier/private_dir.h"
 #include "util/hex.h"
 
 namespace ember {
@@ -35,7 +36,19 @@ StatusOr<std::unique_ptr<ColdStore>> ColdStore::Open(Env& env, ColdStoreOptions 
     return InvalidArgument("cold store identity must be one path component, got '" + id + "'");
   }
   std::unique_ptr<ColdStore> store(new ColdStore(env, std::move(options)));
-  EMBER_RETURN_IF_ERROR(env.CreateDirs(store->dir_).WithContext("cold store"));
+  EMBER_RETURN_IF_ERROR(EnsurePrivateDir(env, store->options_.root, DirRole::kRoot).WithContext("cold store"));
+  EMBER_RETURN_IF_ERROR(EnsurePrivateDir(env, store->dir_, DirRole::kOwn).WithContext("cold store"));
+  // One store per identity directory, across processes: the index lives in memory, so a second one would
+  // keep its own byte cap, delete the first one's in-flight temp files at its scan and go stale as the
+  // first evicts (docs/coldtier.md "Two servers on one directory").
+  StatusOr<std::unique_ptr<FileLock>> lock = env.LockFile(JoinPath(store->dir_, kLockFileName));
+  if (!lock.ok()) {
+    if (lock.status().code() != StatusCode::kFailedPrecondition) return lock.status().WithContext("cold store");
+    return FailedPrecondition(store->dir_ + " is in use by another process (" + lock.status().message() +
+                              "); two servers of one model cannot share a cache directory: give this one its "
+                              "own --ssd-cache DIR, or stop the other");
+  }
+  store->lock_ = std::move(lock).value();
   EMBER_RETURN_IF_ERROR(store->Scan().WithContext("cold store scan"));
   return store;
 }
@@ -53,8 +66,17 @@ Status ColdStore::Scan() {
   EMBER_ASSIGN_OR_RETURN(std::vector<std::string> children, env_.GetChildren(dir_));
   std::sort(children.begin(), children.end());
   for (const std::string& name : children) {
-    std::string path = JoinPath(dir_, name);
-    if (env_.DirExists(path)) ScanNamespaceDir(path, name);  // stray files at this level are left alone
+    const std::string path = JoinPath(dir_, name);
+    StatusOr<PathInfo> info = env_.Stat(path, /*follow_symlinks=*/false);
+    if (!info.ok()) continue;  // gone meanwhile
+    if (info->type == PathInfo::Type::kDir) {
+      // A namespace directory: only one this user alone controls is read (or has files deleted).
+      EMBER_RETURN_IF_ERROR(EnsurePrivateDir(env_, path, DirRole::kOwn));
+      ScanNamespaceDir(path, name);
+    } else if (info->type == PathInfo::Type::kFile && name.ends_with(kTempExtension)) {
+      if (env_.RemoveFile(path).ok()) ++counters_.temp_deleted;  // e.g. an interrupted identity.json write
+    }
+    // Anything else at this level (identity.json, the lock, links) is left alone and never followed.
   }
   EvictToCap("");  // the cap may have shrunk since the last run
   return Status::Ok();
@@ -66,12 +88,12 @@ void ColdStore::ScanNamespaceDir(const std::string& ns_dir, const std::string& n
   for (const std::string& name : *names) {
     std::string path = JoinPath(ns_dir, name);
     if (name.ends_with(kTempExtension)) {
-      if (env_.RemoveFile(path).ok()) ++counters_.temp_deleted;
+      if (env_.RemoveFile(path).ok()) ++counters_.temp_deleted;  // unlinking a link never touches its target
       continue;
     }
     if (!name.ends_with(kEntryExtension)) continue;  // not ours to judge
     ++counters_.scanned;
-    StatusOr<EntryHeader> h = ReadHeader(env_, path);
+    StatusOr<EntryHeader> h = ReadHeader(env_, path);  // a link is refused (never read through): deleted
     bool ok = h.ok() && h->identity == options_.identity && SameGeometry(h->config, options_.kv) &&
               JoinPath(dir_, ns_hash) == NamespaceDir(h->ns) &&
               name == EntryName(h->ns, h->tokens) + kEntryExtension;
@@ -113,7 +135,7 @@ StatusOr<StagedEntry> ColdStore::Stage(const std::string& ns, std::span<const in
   if (!SameGeometry(state.config(), options_.kv)) return InvalidArgument("cold store put: geometry mismatch");
   const std::string ns_dir = NamespaceDir(ns);
   const std::string name = EntryName(ns, tokens);
-  EMBER_RETURN_IF_ERROR(env_.CreateDirs(ns_dir));
+  EMBER_RETURN_IF_ERROR(EnsurePrivateDir(env_, ns_dir, DirRole::kOwn));
   EMBER_ASSIGN_OR_RETURN(uint64_t size, WriteEntry(env_, ns_dir, name, {options_.identity, ns, tokens, &state}));
   return StagedEntry{JoinPath(ns_dir, name + kEntryExtension), ns, {tokens.begin(), tokens.end()}, size,
                      AllFull(state.config()), state.min_reusable_offset()};

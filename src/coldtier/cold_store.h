@@ -3,6 +3,10 @@
 // Layout: <root>/<identity>/<namespace-hash>/<id>.entry, where id is a hash of (namespace, tokens), so a
 // second Put of the same tokens renames over the first file (dedup without a window where neither exists).
 //
+// Ownership: a store holds an exclusive advisory lock on <root>/<identity>/lock for its lifetime, so one
+// process at a time uses an identity directory; other identities (other models) under one root are
+// independent. Every directory it reads or writes must pass coldtier/private_dir.h.
+//
 // Invariant: every indexed entry has a complete, header-verified file under its path, whose identity,
 // namespace and geometry match this store; bytes() is the sum of their sizes. Files that break this are
 // deleted (and counted) as soon as they are seen: at Open, or when a restore fails.
@@ -86,8 +90,10 @@ struct ColdMatch {
 
 class ColdStore {
  public:
-  // Creates <root>/<identity> if needed and scans it (see Scan). Errors: InvalidArgument for a bad
-  // identity (empty, '/', "." or ".."); I/O errors creating or listing the directory.
+  // Creates <root>/<identity> if needed (0700), locks it and scans it (see Scan). Errors: InvalidArgument
+  // for a bad identity (empty, '/', "." or ".."); FailedPrecondition for a directory this user does not
+  // alone control (coldtier/private_dir.h) or one another store holds (another process, or another store
+  // of this one); I/O errors creating or listing the directory. Every message names the path and the fix.
   static StatusOr<std::unique_ptr<ColdStore>> Open(Env& env, ColdStoreOptions options);
 
   // Writes an entry for (ns, tokens, state) atomically, then applies dedup, supersede and the cap.
@@ -139,6 +145,7 @@ class ColdStore {
 
   ColdStore(Env& env, ColdStoreOptions options);
   // Startup: deletes *.tmp, indexes verified headers, deletes and counts corrupt or mismatched files.
+  // A namespace directory that fails private_dir.h fails the scan (and so Open).
   Status Scan();
   void ScanNamespaceDir(const std::string& ns_dir, const std::string& ns_hash);
   std::string EntryName(const std::string& ns, std::span<const int32_t> tokens) const;
@@ -148,6 +155,7 @@ class ColdStore {
   void EvictToCap(const std::string& fresh_path);
 
   Env& env_;
+  std::unique_ptr<FileLock> lock_;  // <dir>/lock: this store owns the identity directory (released last)
   ColdStoreOptions options_;
   std::string dir_;  // <root>/<identity>
   std::map<std::string, Indexed> index_;  // by path: a deterministic order for tie-breaking

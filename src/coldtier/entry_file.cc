@@ -179,7 +179,7 @@ StatusOr<uint64_t> WriteEntry(Env& env, const std::string& dir, const std::strin
   std::vector<uint8_t> head = EncodePreamble(header, kv.offset, file_size);
   head.insert(head.end(), header.begin(), header.end());
 
-  const std::string tmp = JoinPath(dir, name + kTempExtension);
+  const std::string tmp = JoinPath(dir, TempName(name));
   const std::string final_path = JoinPath(dir, name + kEntryExtension);
   Status st = WriteAndSync(env, tmp, head, data, kv.offset);
   if (st.ok()) st = env.Rename(tmp, final_path);

@@ -1,7 +1,8 @@
 // Reading and writing one cold-tier entry file (format: coldtier/entry_format.h, docs/coldtier.md).
 //
-// WriteEntry is atomic with respect to crashes: it writes `<name>.tmp`, fsyncs it, renames it over
-// `<name>.entry` and fsyncs the directory. A crash at any instant leaves either the previous file (or
+// WriteEntry is atomic with respect to crashes: it writes `<name>.<random>.tmp` (created exclusively,
+// 0600: env.h), fsyncs it, renames it over `<name>.entry` (rename replaces a link planted there, never
+// follows it) and fsyncs the directory. A crash at any instant leaves either the previous file (or
 // none) under the final name, or the complete new one; at worst a stray .tmp file, which readers never
 // open and ColdStore's startup scan deletes.
 //
@@ -10,7 +11,7 @@
 // file path and what was wrong; I/O errors keep their code (kIoError, kNotFound).
 //
 // Thread-safety: free functions over an Env; concurrent calls on different files are fine. Writing the
-// same name from two threads at once is not supported (the cold tier has one serial writer).
+// same name from two threads at once is safe (distinct temp files; the last rename wins) but pointless.
 #pragma once
 
 #include <cstdint>

@@ -41,6 +41,8 @@ inline constexpr uint64_t kMaxHeaderLength = 256ull << 20;
 inline constexpr uint32_t kMaxTensors = 1024;
 
 inline constexpr const char* kEntryExtension = ".entry";
-inline constexpr const char* kTempExtension = ".tmp";
+inline constexpr const char* kTempExtension = ".tmp";  // "<id>.<random>.tmp" (env.h TempName)
+// In each identity directory: the advisory lock of the one store that owns it (cold_store.h).
+inline constexpr const char* kLockFileName = "lock";
 
 }  // namespace ember

@@ -2,12 +2,19 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <ctime>
+
+#include "util/hex.h"
 
 namespace ember {
 
@@ -17,7 +24,39 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
+std::string TempName(const std::string& stem) {
+  uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
+    // No entropy yet (early boot): still unique per process and call, which is what O_EXCL needs.
+    static std::atomic<uint64_t> counter{0};
+    r = (uint64_t(::getpid()) << 40) ^ uint64_t(::time(nullptr)) ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+  }
+  return stem + "." + Hex64(r) + ".tmp";
+}
+
 namespace {
+
+// open() failed on a path whose last component must not be a link: say so plainly (ELOOP's text,
+// "Too many levels of symbolic links", hides the reason).
+Status OpenError(const std::string& path, int err) {
+  if (err == ELOOP) return IoError("open " + path + ": is a symbolic link (the cache never follows links)");
+  return ErrnoStatus("open", path, err);
+}
+
+// Only regular files are read: a FIFO or device planted at an entry name would block open() or read()
+// forever (or read without end), hanging a server's startup scan or `ember cache`.
+Status NotRegular(const std::string& path) {
+  return IoError(path + ": not a regular file (the cache reads only regular files)");
+}
+
+class PosixFileLock final : public FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override { ::close(fd_); }  // closing the last descriptor releases the flock
+
+ private:
+  int fd_;
+};
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -71,8 +110,16 @@ PosixEnv* PosixEnv::Default() {
 }
 
 StatusOr<std::unique_ptr<WritableFile>> PosixEnv::NewWritableFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("open", path, errno);
+  // O_EXCL: fail on anything already there, a symlink included (O_NOFOLLOW says the same for clarity).
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return OpenError(path, errno);
+  // The umask can only remove bits from 0600, but a strange one (0400) would leave a file we cannot read.
+  if (::fchmod(fd, 0600) != 0) {
+    int err = errno;
+    ::close(fd);
+    (void)::unlink(path.c_str());
+    return ErrnoStatus("chmod", path, err);
+  }
   return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
 }
 
@@ -84,9 +131,13 @@ StatusOr<std::vector<uint8_t>> PosixEnv::ReadFile(const std::string& path) {
 }
 
 Status PosixEnv::ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("open", path, errno);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it has no effect on regular files).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return OpenError(path, errno);
   FdCloser closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus("stat", path, errno);
+  if (!S_ISREG(st.st_mode)) return NotRegular(path);
   auto* p = static_cast<uint8_t*>(out);
   size_t done = 0;
   while (done < n) {
@@ -106,7 +157,9 @@ Status PosixEnv::ReadRange(const std::string& path, uint64_t offset, size_t n, v
 
 StatusOr<uint64_t> PosixEnv::FileSize(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
+  if (S_ISLNK(st.st_mode)) return OpenError(path, ELOOP);
+  if (!S_ISREG(st.st_mode)) return NotRegular(path);
   return static_cast<uint64_t>(st.st_size);
 }
 
@@ -133,7 +186,13 @@ Status PosixEnv::CreateDirs(const std::string& dir) {
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
     if (pos != dir.size() && dir[pos] != '/') continue;
     std::string prefix = dir.substr(0, pos);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus("mkdir", prefix, errno);
+    if (::mkdir(prefix.c_str(), 0700) == 0) {
+      // mkdir applies the umask; a directory we made is exactly 0700 (a umask like 0200 would otherwise
+      // leave one we cannot write).
+      if (::chmod(prefix.c_str(), 0700) != 0) return ErrnoStatus("chmod", prefix, errno);
+    } else if (errno != EEXIST) {
+      return ErrnoStatus("mkdir", prefix, errno);
+    }
   }
   if (!DirExists(dir)) return IoError("mkdir " + dir + ": exists and is not a directory");
   return Status::Ok();
@@ -158,7 +217,7 @@ StatusOr<std::vector<std::string>> PosixEnv::GetChildren(const std::string& dir)
 
 StatusOr<int64_t> PosixEnv::GetMtimeMicros(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
   return int64_t{st.st_mtim.tv_sec} * 1000000 + st.st_mtim.tv_nsec / 1000;
 }
 
@@ -168,13 +227,71 @@ Status PosixEnv::SetMtimeMicros(const std::string& path, int64_t micros) {
   times[0].tv_nsec = UTIME_OMIT;  // leave atime alone
   times[1].tv_sec = micros / 1000000;
   times[1].tv_nsec = (micros % 1000000) * 1000;
-  if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0) return ErrnoStatus("utimensat", path, errno);
+  if (::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoStatus("utimensat", path, errno);
   return Status::Ok();
 }
 
 int64_t PosixEnv::NowMicros() {
   using namespace std::chrono;
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+StatusOr<PathInfo> PosixEnv::Stat(const std::string& path, bool follow_symlinks) {
+  struct stat st;
+  if ((follow_symlinks ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
+    return ErrnoStatus("stat", path, errno);
+  }
+  PathInfo info;
+  info.type = S_ISREG(st.st_mode)   ? PathInfo::Type::kFile
+              : S_ISDIR(st.st_mode) ? PathInfo::Type::kDir
+              : S_ISLNK(st.st_mode) ? PathInfo::Type::kSymlink
+                                    : PathInfo::Type::kOther;
+  info.mode = st.st_mode & 07777;
+  info.uid = st.st_uid;
+  return info;
+}
+
+Status PosixEnv::SetPermissions(const std::string& path, uint32_t mode) {
+  // Linux cannot chmod a link itself (fchmodat's AT_SYMLINK_NOFOLLOW is unsupported): open the path
+  // without following it, then fchmod what was opened.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return OpenError(path, errno);
+  FdCloser closer{fd};
+  if (::fchmod(fd, static_cast<mode_t>(mode)) != 0) return ErrnoStatus("chmod", path, errno);
+  return Status::Ok();
+}
+
+uint32_t PosixEnv::Uid() { return static_cast<uint32_t>(::geteuid()); }
+
+StatusOr<std::unique_ptr<FileLock>> PosixEnv::LockFile(const std::string& path) {
+  // flock, not fcntl: an fcntl lock belongs to the process and is dropped when *any* descriptor of the
+  // file closes; a flock belongs to this open file description only (two in one process exclude each
+  // other too) and the kernel drops it when the holder dies.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0) return OpenError(path, errno);
+  if (struct stat st; ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return NotRegular(path);
+  }
+  (void)::fchmod(fd, 0600);  // as NewWritableFile: exactly 0600 whatever the umask (best effort)
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string holder = "by another process";
+    char buf[32];
+    ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+    long pid = 0;
+    if (n > 0 && std::from_chars(buf, buf + n, pid).ec == std::errc() && pid > 0) {
+      holder = "by pid " + std::to_string(pid);
+    }
+    ::close(fd);
+    if (err == EWOULDBLOCK) return FailedPrecondition("lock " + path + " is held " + holder);
+    return ErrnoStatus("flock", path, err);
+  }
+  // Who holds it, for the next one's message (best effort: the lock itself is the flock).
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  const bool named = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, pid.data(), pid.size(), 0) == ssize_t(pid.size());
+  (void)named;  // not fatal: the holder is then just not named
+  return std::unique_ptr<FileLock>(new PosixFileLock(fd));
 }
 
 }  // namespace ember

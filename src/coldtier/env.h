@@ -11,6 +11,11 @@
 //     rename, removal) have both succeeded. A crash may undo anything not covered by both.
 //   * Thread-safety: PosixEnv is safe to share between threads (it holds no state). A WritableFile is
 //     used by one thread at a time.
+//   * Privacy and links (docs/coldtier.md "Directory safety"): files are created exclusively with mode
+//     0600 and directories with 0700, whatever the umask; the last component of a file path is never
+//     followed through a symbolic link (create, read, size, mtime), and only regular files are read or
+//     sized (a FIFO or device at an entry name is an error, never a wait). Whether a directory may be
+//     used at all is decided by private_dir.h on top of Stat.
 #pragma once
 
 #include <cstddef>
@@ -34,13 +39,30 @@ class WritableFile {
   virtual Status Close() = 0;
 };
 
+// What Stat reports about one path.
+struct PathInfo {
+  enum class Type { kFile, kDir, kSymlink, kOther };
+  Type type = Type::kOther;
+  uint32_t mode = 0;  // permission bits (07777)
+  uint32_t uid = 0;   // owner
+};
+
+// An advisory lock, held until this object is destroyed (or the process dies, kill -9 included).
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
 
-  // Creates (or truncates) path for writing.
+  // Creates path for writing, exclusively, mode 0600: fails if anything (a file, a symlink, dangling or
+  // not) is already there, so a planted link is never followed and two writers never share a file. Use
+  // TempName() for a fresh name.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
-  // Reads the whole file.
+  // Reads the whole file. Reads and sizes fail (kIoError, naming the path) on a symbolic link or
+  // anything but a regular file.
   virtual StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) = 0;
   // Reads exactly n bytes at offset into out. Fewer bytes available -> kCorrupt ("truncated").
   virtual Status ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) = 0;
@@ -51,8 +73,10 @@ class Env {
   virtual Status SyncDir(const std::string& dir) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
 
-  // Creates dir and any missing parents; an existing directory is not an error.
+  // Creates dir and any missing parents, each with mode 0700; an existing directory is not an error and
+  // keeps its mode (private_dir.h decides whether it is fit to use).
   virtual Status CreateDirs(const std::string& dir) = 0;
+  // Whether dir is a directory (following symbolic links).
   virtual bool DirExists(const std::string& dir) = 0;
   // Bare names of the entries of dir (files and subdirectories, no "." or "..").
   virtual StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) = 0;
@@ -61,6 +85,17 @@ class Env {
   virtual StatusOr<int64_t> GetMtimeMicros(const std::string& path) = 0;
   virtual Status SetMtimeMicros(const std::string& path, int64_t micros) = 0;
   virtual int64_t NowMicros() = 0;
+
+  // Type, permission bits and owner of path; of a symbolic link itself unless follow_symlinks.
+  virtual StatusOr<PathInfo> Stat(const std::string& path, bool follow_symlinks) = 0;
+  // chmod, never through a symbolic link.
+  virtual Status SetPermissions(const std::string& path, uint32_t mode) = 0;
+  // The user this process acts as: the owner of what it creates.
+  virtual uint32_t Uid() = 0;
+  // Takes an exclusive advisory lock on path (created 0600 if missing) without waiting. Held elsewhere
+  // (another process, or another lock object of this one): kFailedPrecondition, naming the holder's pid
+  // when the lock file says it.
+  virtual StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
 };
 
 // The real file system. Default() is a process-wide instance that lives forever.
@@ -81,9 +116,18 @@ class PosixEnv final : public Env {
   StatusOr<int64_t> GetMtimeMicros(const std::string& path) override;
   Status SetMtimeMicros(const std::string& path, int64_t micros) override;
   int64_t NowMicros() override;
+  StatusOr<PathInfo> Stat(const std::string& path, bool follow_symlinks) override;
+  Status SetPermissions(const std::string& path, uint32_t mode) override;
+  uint32_t Uid() override;
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
 };
 
 // "a/b" + "c" -> "a/b/c".
 std::string JoinPath(const std::string& dir, const std::string& name);
+
+// "<stem>.<16 random hex digits>.tmp": a temp file name nobody can predict (so nobody can plant anything
+// there first) and two writers of one final name never pick alike. Every name ends in ".tmp", which
+// the startup scan deletes.
+std::string TempName(const std::string& stem);
 
 }  // namespace ember

@@ -40,6 +40,19 @@ class FaultWritableFile final : public WritableFile {
   std::shared_ptr<FaultInjectionEnv::Inode> inode_;
 };
 
+class FaultLock final : public FileLock {
+ public:
+  FaultLock(FaultInjectionEnv* env, std::string path) : env_(env), path_(std::move(path)) {}
+  ~FaultLock() override {
+    std::lock_guard<std::mutex> lock(env_->mu_);
+    env_->locks_.erase(path_);
+  }
+
+ private:
+  FaultInjectionEnv* env_;
+  std::string path_;
+};
+
 FaultInjectionEnv::FaultInjectionEnv() = default;
 FaultInjectionEnv::~FaultInjectionEnv() = default;
 
@@ -61,12 +74,8 @@ StatusOr<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile(const
   std::lock_guard<std::mutex> lock(mu_);
   if (!Tick()) return CrashedStatus("open " + path);
   if (dirs_.count(ParentOf(path)) == 0) return ErrnoStatus("open", path, ENOENT);
-  // O_TRUNC on an existing file truncates that very inode: its old bytes are gone, crash or not (the
-  // pessimistic choice, so writing in place over a good entry shows up as data loss in crash tests).
-  auto it = live_.find(path);
-  std::shared_ptr<Inode> inode = it != live_.end() ? it->second : std::make_shared<Inode>();
-  inode->data.clear();
-  inode->synced = 0;
+  if (live_.count(path) != 0 || dirs_.count(path) != 0) return ErrnoStatus("open", path, EEXIST);  // O_EXCL
+  auto inode = std::make_shared<Inode>();
   inode->mtime = now_;
   live_[path] = inode;
   return std::unique_ptr<WritableFile>(new FaultWritableFile(this, path, inode));
@@ -166,9 +175,9 @@ Status FaultInjectionEnv::CreateDirs(const std::string& dir_in) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string dir = StripSlash(dir_in);
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos == dir.size() || dir[pos] == '/') dirs_.insert(dir.substr(0, pos));
+    if (pos == dir.size() || dir[pos] == '/') dirs_.try_emplace(dir.substr(0, pos));  // new ones 0700
   }
-  dirs_.insert("");  // the parent of a relative top-level name
+  dirs_.try_emplace("");  // the parent of a relative top-level name
   return Status::Ok();
 }
 
@@ -182,7 +191,7 @@ StatusOr<std::vector<std::string>> FaultInjectionEnv::GetChildren(const std::str
   std::string dir = StripSlash(dir_in);
   if (dirs_.count(dir) == 0) return ErrnoStatus("opendir", dir, ENOENT);
   std::vector<std::string> names;
-  for (const std::string& d : dirs_) {
+  for (const auto& [d, attrs] : dirs_) {
     if (!d.empty() && d != dir && ParentOf(d) == dir) names.push_back(d.substr(d.find_last_of('/') + 1));
   }
   for (const auto& [path, inode] : live_) {
@@ -210,6 +219,48 @@ Status FaultInjectionEnv::SetMtimeMicros(const std::string& path, int64_t micros
 int64_t FaultInjectionEnv::NowMicros() {
   std::lock_guard<std::mutex> lock(mu_);
   return now_;
+}
+
+StatusOr<PathInfo> FaultInjectionEnv::Stat(const std::string& path_in, bool /*follow_symlinks*/) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string path = StripSlash(path_in);
+  PathInfo info;
+  if (auto d = dirs_.find(path); d != dirs_.end()) {
+    info.type = PathInfo::Type::kDir;
+    info.uid = d->second.uid;
+    info.mode = d->second.mode;
+    return info;
+  }
+  if (live_.count(path) == 0) return ErrnoStatus("stat", path, ENOENT);
+  info.type = PathInfo::Type::kFile;
+  info.uid = kUid;
+  info.mode = 0600;
+  return info;
+}
+
+Status FaultInjectionEnv::SetPermissions(const std::string& path_in, uint32_t mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string path = StripSlash(path_in);
+  if (auto d = dirs_.find(path); d != dirs_.end()) {
+    d->second.mode = mode;
+    return Status::Ok();
+  }
+  if (live_.count(path) == 0) return ErrnoStatus("open", path, ENOENT);
+  return Status::Ok();  // file modes are not modelled
+}
+
+StatusOr<std::unique_ptr<FileLock>> FaultInjectionEnv::LockFile(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dirs_.count(ParentOf(path)) == 0) return ErrnoStatus("open", path, ENOENT);
+  if (!locks_.insert(path).second) return FailedPrecondition("lock " + path + " is held by another holder");
+  return std::unique_ptr<FileLock>(new FaultLock(this, path));
+}
+
+void FaultInjectionEnv::set_dir_attrs(const std::string& dir, uint32_t uid, uint32_t mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DirAttrs& a = dirs_[StripSlash(dir)];
+  a.uid = uid;
+  a.mode = mode;
 }
 
 void FaultInjectionEnv::AdvanceMicros(int64_t us) {

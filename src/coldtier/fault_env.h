@@ -3,12 +3,16 @@
 //
 //   * file bytes become durable when the file is Sync()ed (up to the length at that moment);
 //   * a directory entry (a creation, rename or removal) becomes durable when its directory is SyncDir()ed;
-//   * opening an existing file for writing truncates it at once, durably (the pessimistic case).
 //
 // PowerLoss() throws away everything that was not durable: every file is cut back to its synced length,
 // and each directory's entries revert to what they were at its last SyncDir (so an unsynced rename is
 // undone and an unsynced new file vanishes). Directories themselves are always durable (a simplification:
 // the cold tier creates them once, long before the entries they hold).
+//
+// Files are created exclusively (an existing name fails, as with O_EXCL). Every directory and file is
+// owned by uid kUid with mode 0700 (directories) or 0600 (files) unless a test says otherwise with
+// set_dir_attrs; symbolic links are not modelled (tests of links use PosixEnv). Locks are names held in
+// memory: no lock file appears.
 //
 // Injectable faults (each stays armed until changed):
 //   * set_write_budget(n, code): appends succeed for n more bytes in total; the append that crosses the
@@ -53,8 +57,16 @@ class FaultInjectionEnv final : public Env {
   StatusOr<int64_t> GetMtimeMicros(const std::string& path) override;
   Status SetMtimeMicros(const std::string& path, int64_t micros) override;
   int64_t NowMicros() override;
+  StatusOr<PathInfo> Stat(const std::string& path, bool follow_symlinks) override;
+  Status SetPermissions(const std::string& path, uint32_t mode) override;
+  uint32_t Uid() override { return kUid; }
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
+
+  static constexpr uint32_t kUid = 1000;
 
   // ---- Test controls ----
+  // Owner and mode of an existing directory (e.g. another user's, or world-writable).
+  void set_dir_attrs(const std::string& dir, uint32_t uid, uint32_t mode);
   void AdvanceMicros(int64_t us);
   void set_write_budget(uint64_t bytes, StatusCode code = StatusCode::kNoSpace);
   void clear_write_budget();
@@ -84,6 +96,11 @@ class FaultInjectionEnv final : public Env {
 
  private:
   friend class FaultWritableFile;
+  friend class FaultLock;
+  struct DirAttrs {
+    uint32_t uid = kUid;
+    uint32_t mode = 0700;
+  };
   // Counts a mutating call; false (and the env is crashed) if it must fail.
   bool Tick();
   Status CrashedStatus(const std::string& what) const;
@@ -94,7 +111,8 @@ class FaultInjectionEnv final : public Env {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Inode>> live_;     // what a reader sees now
   std::map<std::string, std::shared_ptr<Inode>> durable_;  // what survives PowerLoss
-  std::set<std::string> dirs_;
+  std::map<std::string, DirAttrs> dirs_;  // every directory that exists (all durable)
+  std::set<std::string> locks_;
   int64_t now_ = 1'000'000'000'000'000;  // an arbitrary fixed epoch: tests are deterministic
   bool has_budget_ = false;
   uint64_t budget_ = 0;

@@ -142,9 +142,7 @@ StatusOr<const float*> Engine::Prefill(Sequence& seq, std::span<const int32_t> t
   const int64_t chunk = std::min(ubatch > 0 ? ubatch : opts_.ubatch, seq.fwd_.max_ubatch());
   const int64_t n = static_cast<int64_t>(tokens.size());
   for (int64_t i = 0; i < n; i += chunk) {
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-      return FailedPrecondition("prefill: cancelled");
-    }
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return static_cast<const float*>(nullptr);
     const int64_t len = std::min(chunk, n - i);
     EMBER_RETURN_IF_ERROR(Forward(seq, tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(len)),
                                   i + len == n ? LogitsMode::kLast : LogitsMode::kNone));

@@ -115,7 +115,9 @@ class Engine {
   StatusOr<std::unique_ptr<Sequence>> NewSequence(bool all_logits = false) const;
 
   // Forwards `tokens` after the sequence's state in chunks of `ubatch` (0: default); returns the
-  // logits of the last one. On error or cancellation the sequence holds the chunks already done.
+  // logits of the last one. `*cancel` is checked before each chunk: once it is set, Prefill returns
+  // null (not an error: the client left, nothing went wrong). On error or cancellation the sequence
+  // holds the chunks already done.
   StatusOr<const float*> Prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch = 0,
                                  const std::atomic<bool>* cancel = nullptr);
   StatusOr<const float*> Decode(Sequence& seq, int32_t token);

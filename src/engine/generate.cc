@@ -28,9 +28,14 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
   Sampler sampler(options.sampling, model_->config().n_vocab);
   for (int32_t t : seq.tokens()) sampler.Accept(t);  // the penalty window sees the whole context
   for (int32_t t : prompt) sampler.Accept(t);
+  const int64_t n_before = seq.n_pos();
   EMBER_ASSIGN_OR_RETURN(const float* logits, Prefill(seq, prompt, options.ubatch, options.cancel));
-  r.prompt_tokens = static_cast<int64_t>(prompt.size());
+  r.prompt_tokens = seq.n_pos() - n_before;  // all of the prompt, unless cancelled part way
   r.prefill_s = Since(t0);
+  if (logits == nullptr) {
+    r.stop = StopReason::kCancelled;  // during prefill: no token, the sequence holds what was done
+    return r;
+  }
   const auto td = std::chrono::steady_clock::now();
   while (static_cast<int64_t>(r.tokens.size()) < options.max_tokens) {
     if (cancelled()) {

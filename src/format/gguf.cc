@@ -122,7 +122,7 @@ Status ReadArray(Cursor& c, GgufValue* v, uint32_t depth) {
       for (uint64_t k = 0; k < v->count; ++k)
         if (v->elems[k] > 1) return c.Fail("bool array element is neither 0 nor 1", c.pos() + k);
     }
-    return c.Skip(v->count * elem_size, "array");
+    return c.Skip(v->count * elem_size, "array");  // no overflow: count <= left / elem_size
   }
   if (v->elem_type == GgufType::kString) {
     v->strings.reserve(v->count);
@@ -148,7 +148,13 @@ Status ReadValue(Cursor& c, GgufType t, GgufValue* v, uint32_t depth) {
   return ReadScalar(c, t, v);
 }
 
-uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+// x rounded up to a multiple of a (a power of two), or false if that does not fit in 64 bits.
+bool AlignUp(uint64_t x, uint64_t a, uint64_t* out) {
+  uint64_t sum = 0;
+  if (__builtin_add_overflow(x, a - 1, &sum)) return false;
+  *out = sum / a * a;
+  return true;
+}
 
 }  // namespace
 
@@ -194,6 +200,9 @@ Status ParseTensorInfo(Cursor& c, GgufTensorInfo* t) {
     const uint64_t dim_at = c.pos();
     EMBER_RETURN_IF_ERROR(c.Read(&t->ne[d], "tensor dimension"));
     if (t->ne[d] == 0) return c.Fail("tensor '" + t->name + "' has a zero dimension", dim_at);
+    if (t->ne[d] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))  // ggml's int64 ne < 0
+      return c.Fail("tensor '" + t->name + "' has a negative dimension " +
+                        std::to_string(static_cast<int64_t>(t->ne[d])), dim_at);
     if (t->ne[d] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / n)
       return c.Fail("tensor '" + t->name + "' dimensions overflow", dim_at);
     n *= t->ne[d];
@@ -208,7 +217,11 @@ Status ParseTensorInfo(Cursor& c, GgufTensorInfo* t) {
   if (t->ne[0] % info->block_elems != 0)
     return c.Fail("tensor '" + t->name + "' row length " + std::to_string(t->ne[0]) +
                       " is not a multiple of the " + info->name + " block size", type_at);
-  t->n_bytes = n / info->block_elems * info->block_bytes;  // n < 2^63 and block_bytes <= 292 / block_elems
+  // n < 2^63 elements, but up to 8 bytes each (f32, f64): the byte size itself can wrap, and a wrapped
+  // size would pass the bounds check below.
+  if (__builtin_mul_overflow(n / info->block_elems, uint64_t{info->block_bytes}, &t->n_bytes))
+    return c.Fail("tensor '" + t->name + "' byte size overflows (" + std::to_string(n) + " " + info->name +
+                      " elements)", type_at);
   EMBER_RETURN_IF_ERROR(c.Read(&t->offset, "tensor offset"));
   return Status::Ok();
 }
@@ -266,7 +279,7 @@ Status GgufFile::ParseAll() {
     if (!tensor_index_.emplace(tensors_[k].name, k).second)
       return c.Fail("duplicate tensor name '" + tensors_[k].name + "'", at);
   }
-  data_offset_ = AlignUp(c.pos(), alignment_);
+  if (!AlignUp(c.pos(), alignment_, &data_offset_)) return c.Fail("data section offset overflows", c.pos());
   if (n_tensors > 0 && data_offset_ > size_) return c.Fail("truncated file: data section missing", c.pos());
   if (data_offset_ > size_) data_offset_ = size_;  // metadata-only file without trailing padding
 
@@ -288,7 +301,7 @@ Status GgufFile::ParseAll() {
   for (size_t k = 1; k < order.size(); ++k) {
     const auto& prev = tensors_[order[k - 1]];
     const auto& cur = tensors_[order[k]];
-    if (prev.offset + prev.n_bytes > cur.offset)
+    if (prev.offset + prev.n_bytes > cur.offset)  // both within the data section: no overflow
       return Corrupt(name_ + ": tensors '" + prev.name + "' and '" + cur.name + "' overlap at byte " +
                      std::to_string(data_offset_ + cur.offset));
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "format/gguf.h"
+#include "util/status.h"
 
 namespace ember {
 
@@ -19,6 +20,10 @@ struct ModelSummary {
   std::string file_type;              // dominant matrix type, e.g. "q8_0"
 };
 
-ModelSummary Summarize(const GgufFile& f);
+// Missing keys count as 0 (a vocabulary-only file has no hyperparameters); a key that is present with
+// the wrong type (general.architecture as a number, context_length as a string, tokenizer.ggml.tokens
+// not an array of strings) or an out-of-range value (a negative or absurd dimension) is an
+// InvalidArgument naming the key.
+StatusOr<ModelSummary> Summarize(const GgufFile& f);
 
 }  // namespace ember

@@ -1,12 +1,12 @@
 #include "kv/kv_state.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <new>
 #include <string>
 
 #include "kv/kv_format.h"
+#include "util/check.h"
 #include "util/half.h"
 
 namespace ember {
@@ -233,7 +233,7 @@ uint8_t* KvState::MutableHead(bool v, int layer, int64_t pos, int kv_head) {
   const size_t elt = KvDtypeBytes(config_.dtype);
   const size_t b = static_cast<size_t>(pos / bs);
   Group& g = groups_[static_cast<size_t>(layer_group_[static_cast<size_t>(layer)])];
-  assert(pos >= n_pos_ && b < g.blocks.size() && g.blocks[b].use_count() == 1);
+  EMBER_CHECK(pos >= n_pos_ && b < g.blocks.size() && g.blocks[b].use_count() == 1);
   const int64_t slot = pos % bs;
   size_t off = LayerOffset(layer);
   int64_t hd = config_.head_dim_k;
@@ -273,7 +273,7 @@ const uint8_t* KvState::KHead(int layer, int64_t block, int kv_head) const {
   const size_t off = LayerOffset(layer) +
                      static_cast<size_t>(int64_t{kv_head} * config_.block_size * config_.head_dim_k) * elt;
   const Group& g = groups_[static_cast<size_t>(layer_group_[static_cast<size_t>(layer)])];
-  assert(block >= g.first && static_cast<size_t>(block) < g.blocks.size());
+  EMBER_CHECK(block >= g.first && static_cast<size_t>(block) < g.blocks.size());
   return g.blocks[static_cast<size_t>(block)]->data() + off;
 }
 
@@ -283,7 +283,7 @@ const uint8_t* KvState::VHead(int layer, int64_t block, int kv_head) const {
                      static_cast<size_t>(config_.kv_dim_k() * config_.block_size) * elt +
                      static_cast<size_t>(int64_t{kv_head} * config_.block_size * config_.head_dim_v) * elt;
   const Group& g = groups_[static_cast<size_t>(layer_group_[static_cast<size_t>(layer)])];
-  assert(block >= g.first && static_cast<size_t>(block) < g.blocks.size());
+  EMBER_CHECK(block >= g.first && static_cast<size_t>(block) < g.blocks.size());
   return g.blocks[static_cast<size_t>(block)]->data() + off;
 }
 

@@ -1,15 +1,25 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "format/gguf.h"
+#include "format/hparam_limits.h"
 
 namespace ember {
 namespace {
 
-StatusOr<int64_t> Positive(const GgufFile& f, const std::string& key) {
+// A required integer key in 1..max (errors name the key: wrong type, missing, or out of range).
+StatusOr<int64_t> Required(const GgufFile& f, const std::string& key, int64_t max) {
   EMBER_ASSIGN_OR_RETURN(int64_t v, f.Int(key));
-  if (v <= 0) return InvalidArgument("model key '" + key + "' must be positive, got " + std::to_string(v));
+  EMBER_RETURN_IF_ERROR(hparams::CheckRange(key, v, 1, max));
+  return v;
+}
+
+// An optional integer key in 1..max, `fallback` when absent.
+StatusOr<int64_t> Optional(const GgufFile& f, const std::string& key, int64_t fallback, int64_t max) {
+  EMBER_ASSIGN_OR_RETURN(int64_t v, f.IntOr(key, fallback));
+  EMBER_RETURN_IF_ERROR(hparams::CheckRange(key, v, 1, max));
   return v;
 }
 
@@ -47,9 +57,7 @@ Status ReadRopeScaling(const GgufFile& f, const std::string& a, ModelConfig& c) 
 //    token embeddings by sqrt(n_embd); final_logit_softcapping (absent: 0, none) caps the logits.
 Status ReadGemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
   EMBER_ASSIGN_OR_RETURN(c.n_swa, f.IntOr(a + ".attention.sliding_window", 0));
-  if (c.n_swa < 0 || c.n_swa > (int64_t{1} << 30)) {
-    return InvalidArgument("model key '" + a + ".attention.sliding_window' is out of range: " + std::to_string(c.n_swa));
-  }
+  EMBER_RETURN_IF_ERROR(hparams::CheckRange(a + ".attention.sliding_window", c.n_swa, 0, hparams::kMaxContext));
   if (c.n_swa > 0) {
     int64_t period = 6;
     const std::string pkey = a + ".attention.sliding_window_pattern";
@@ -97,27 +105,26 @@ std::vector<float> Llama3FreqFactors(float freq_base, int64_t n_dims, float fact
 StatusOr<ModelConfig> ReadModelConfig(const GgufFile& f, const std::string& a) {
   ModelConfig c;
   c.arch = a;
-  EMBER_ASSIGN_OR_RETURN(c.n_embd, Positive(f, a + ".embedding_length"));
-  EMBER_ASSIGN_OR_RETURN(c.n_layer, Positive(f, a + ".block_count"));
-  EMBER_ASSIGN_OR_RETURN(c.n_head, Positive(f, a + ".attention.head_count"));
-  EMBER_ASSIGN_OR_RETURN(c.n_head_kv, f.IntOr(a + ".attention.head_count_kv", c.n_head));
-  EMBER_ASSIGN_OR_RETURN(c.n_ff, Positive(f, a + ".feed_forward_length"));
-  EMBER_ASSIGN_OR_RETURN(c.n_ctx_train, f.IntOr(a + ".context_length", 4096));
-  EMBER_ASSIGN_OR_RETURN(c.head_dim_k, f.IntOr(a + ".attention.key_length", c.n_embd / c.n_head));
-  EMBER_ASSIGN_OR_RETURN(c.head_dim_v, f.IntOr(a + ".attention.value_length", c.head_dim_k));
+  // Every size is bounded before anything is allocated from it (layers, rope factors, swa flags).
+  EMBER_ASSIGN_OR_RETURN(c.n_embd, Required(f, a + ".embedding_length", hparams::kMaxWidth));
+  EMBER_ASSIGN_OR_RETURN(c.n_layer, Required(f, a + ".block_count", hparams::kMaxLayers));
+  EMBER_ASSIGN_OR_RETURN(c.n_head, Required(f, a + ".attention.head_count", hparams::kMaxHeads));
+  EMBER_ASSIGN_OR_RETURN(c.n_head_kv, Optional(f, a + ".attention.head_count_kv", c.n_head, hparams::kMaxHeads));
+  EMBER_ASSIGN_OR_RETURN(c.n_ff, Required(f, a + ".feed_forward_length", hparams::kMaxWidth));
+  EMBER_ASSIGN_OR_RETURN(c.n_ctx_train, Optional(f, a + ".context_length", 4096, hparams::kMaxContext));
+  const int64_t default_head_dim = std::max<int64_t>(1, c.n_embd / c.n_head);
+  EMBER_ASSIGN_OR_RETURN(c.head_dim_k, Optional(f, a + ".attention.key_length", default_head_dim, hparams::kMaxHeadDim));
+  EMBER_ASSIGN_OR_RETURN(c.head_dim_v, Optional(f, a + ".attention.value_length", c.head_dim_k, hparams::kMaxHeadDim));
   EMBER_ASSIGN_OR_RETURN(double eps, f.FloatOr(a + ".attention.layer_norm_rms_epsilon", 1e-5));
   c.rms_eps = static_cast<float>(eps);
   EMBER_ASSIGN_OR_RETURN(double base, f.FloatOr(a + ".rope.freq_base", 10000.0));
   c.rope_freq_base = static_cast<float>(base);
   EMBER_ASSIGN_OR_RETURN(c.rope_n_dims, f.IntOr(a + ".rope.dimension_count", c.head_dim_k));
 
-  if (c.n_head_kv <= 0 || c.n_head % c.n_head_kv != 0) {
+  if (c.n_head % c.n_head_kv != 0) {
     return InvalidArgument("model: attention.head_count (" + std::to_string(c.n_head) +
                            ") must be a positive multiple of attention.head_count_kv (" +
                            std::to_string(c.n_head_kv) + ")");
-  }
-  if (c.head_dim_k <= 0 || c.head_dim_v <= 0 || c.n_ctx_train <= 0) {
-    return InvalidArgument("model: key_length, value_length and context_length must be positive");
   }
   if (c.rope_n_dims <= 0 || c.rope_n_dims > c.head_dim_k || c.rope_n_dims % 2 != 0) {
     return InvalidArgument("model: rope.dimension_count " + std::to_string(c.rope_n_dims) +

@@ -1,5 +1,7 @@
 // Operational endpoints: /health, /stats, /metrics, /admin/cache/flush, /tokenize, /detokenize,
-// /apply-template. Also the shared JSON body helpers of routes.h.
+// /apply-template. Also SetJson and StartEventStream of routes.h (ParseJsonBody lives in json_input.cc).
+#include <cstdio>
+
 #include "server/completion_flow.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
@@ -9,17 +11,28 @@ namespace ember::server {
 
 using nlohmann::json;
 
-ApiResult<json> ParseJsonBody(const httplib::Request& req) {
-  try {
-    return json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    return InvalidRequest(std::string("request body is not valid JSON: ") + e.what());
-  }
-}
-
 void SetJson(httplib::Response& res, const json& body, int status) {
   res.status = status;
   res.set_content(DumpJson(body), "application/json");
+}
+
+void StartEventStream(httplib::Response& res, std::function<void(SseWriter&)> stream, std::function<void()> release) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [stream = std::move(stream)](size_t, httplib::DataSink& sink) {
+        SseWriter w([&sink](std::string_view b) { return sink.write(b.data(), b.size()); });
+        try {
+          stream(w);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "ember serve: a stream failed: %s\n", e.what());
+          return false;
+        }
+        if (w.ok()) sink.done();
+        return w.ok();
+      },
+      [release = std::move(release)](bool) { release(); });
 }
 
 namespace {

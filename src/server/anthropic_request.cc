@@ -1,6 +1,7 @@
 // Parsing of Anthropic Messages request bodies into CompletionRequest. Content blocks map to the OpenAI
 // shapes the rest of the server uses: text blocks concatenate, an assistant `tool_use` block becomes a
-// ToolCall, a user `tool_result` block becomes a role "tool" message answering its tool_use_id.
+// ToolCall, a user `tool_result` block becomes a role "tool" message answering its tool_use_id. Every
+// read goes through FieldReader, so a wrong type anywhere is a 400 naming the field.
 #include <nlohmann/json.hpp>
 
 #include "server/completion_request.h"
@@ -13,22 +14,28 @@ using nlohmann::json;
 
 std::string Index(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
 
+// A {"type":"text","text":...} block's text; anything else fails with `what` at the block's path.
+std::string TextBlock(const json& b, const std::string& p, const char* what, FieldReader& r) {
+  FieldReader f = r.Child(b, p);
+  std::string type, text;
+  f.String("type", &type);
+  if (f.ok() && type.empty()) f.Fail(p + ".type", "'" + p + ".type' is required");
+  if (f.ok() && type != "text") f.Fail(p, "'" + p + "' " + what);
+  if (f.ok() && f.Any("text") == nullptr) f.Fail(p + ".text", "'" + p + ".text' is required");
+  f.String("text", &text);
+  return text;
+}
+
 // tool_result content: a string or an array of text blocks.
 std::string ToolResultText(const json& content, const std::string& path, FieldReader& r) {
-  if (content.is_null()) return "";
   if (content.is_string()) return content.get<std::string>();
   std::string text;
   if (!content.is_array()) {
     r.Fail(path, "'" + path + "' must be a string or an array of text blocks");
     return text;
   }
-  for (const json& b : content) {
-    if (b.is_object() && b.value("type", "") == "text" && b.contains("text") && b["text"].is_string()) {
-      text += b["text"].get<std::string>();
-    } else {
-      r.Fail(path, "'" + path + "' may only hold text blocks");
-      return text;
-    }
+  for (size_t i = 0; i < content.size() && r.ok(); ++i) {
+    text += TextBlock(content[i], Index(path, i), "may only hold text blocks", r);
   }
   return text;
 }
@@ -40,19 +47,29 @@ void ReadBlocks(const json& blocks, const std::string& path, const std::string& 
   ChatMessage turn;
   turn.role = role;
   for (size_t i = 0; i < blocks.size() && r.ok(); ++i) {
-    const json& b = blocks[i];
     const std::string p = Index(path, i);
-    const std::string type = b.is_object() ? b.value("type", "") : "";
-    if (type == "text" && b.contains("text") && b["text"].is_string()) {
-      turn.content += b["text"].get<std::string>();
-    } else if (type == "tool_use" && b.contains("name") && b["name"].is_string()) {
-      turn.tool_calls.push_back({b.value("id", ""), b["name"].get<std::string>(),
-                                 b.contains("input") ? b["input"].dump() : "{}"});
+    FieldReader b = r.Child(blocks[i], p);
+    std::string type;
+    b.String("type", &type);
+    if (b.ok() && type.empty()) b.Fail(p + ".type", "'" + p + ".type' is required");
+    if (!b.ok()) return;
+    if (type == "text") {
+      turn.content += TextBlock(blocks[i], p, "", r);
+    } else if (type == "tool_use") {
+      ToolCall call;
+      b.String("id", &call.id);
+      b.String("name", &call.name);
+      if (b.ok() && call.name.empty()) b.Fail(p + ".name", "'" + p + ".name' is required");
+      const json* input = b.Object("input");
+      call.arguments_json = input == nullptr ? "{}" : input->dump();
+      turn.tool_calls.push_back(std::move(call));
     } else if (type == "tool_result") {
       ChatMessage result;
       result.role = "tool";
-      result.tool_call_id = b.value("tool_use_id", "");
-      result.content = ToolResultText(b.contains("content") ? b["content"] : json(), p + ".content", r);
+      b.String("tool_use_id", &result.tool_call_id);
+      bool is_error = false;  // checked for its type; the chat templates have no place for it
+      b.Bool("is_error", &is_error);
+      if (const json* content = b.Any("content")) result.content = ToolResultText(*content, p + ".content", r);
       out->push_back(std::move(result));
     } else if (type == "thinking" || type == "redacted_thinking") {
       continue;  // earlier reasoning is not replayed to the model
@@ -69,15 +86,19 @@ void ReadMessages(FieldReader& r, std::vector<ChatMessage>* out) {
     return r.Fail("messages", "'messages' is required and must be a non-empty array");
   }
   for (size_t i = 0; messages != nullptr && i < messages->size() && r.ok(); ++i) {
-    const json& m = (*messages)[i];
     const std::string p = Index("messages", i);
-    const std::string role = m.is_object() ? m.value("role", "") : "";
-    if (role != "user" && role != "assistant") return r.Fail(p + ".role", "'" + p + ".role' must be user or assistant");
-    const json content = m.contains("content") ? m["content"] : json();
-    if (content.is_string()) {
-      out->push_back({role, content.get<std::string>(), {}, "", ""});
-    } else if (content.is_array()) {
-      ReadBlocks(content, p + ".content", role, r, out);
+    FieldReader m = r.Child((*messages)[i], p);
+    std::string role;
+    m.String("role", &role);
+    if (m.ok() && role != "user" && role != "assistant") {
+      return m.Fail(p + ".role", "'" + p + ".role' must be user or assistant");
+    }
+    const json* content = m.Any("content");
+    if (!m.ok()) return;
+    if (content != nullptr && content->is_string()) {
+      out->push_back({role, content->get<std::string>(), {}, "", ""});
+    } else if (content != nullptr && content->is_array()) {
+      ReadBlocks(*content, p + ".content", role, r, out);
     } else {
       return r.Fail(p + ".content", "'" + p + ".content' must be a string or an array of content blocks");
     }
@@ -91,11 +112,8 @@ void ReadSystem(FieldReader& r, std::vector<ChatMessage>* out) {
   if (system->is_string()) {
     text = system->get<std::string>();
   } else if (system->is_array()) {
-    for (const json& b : *system) {
-      if (!b.is_object() || !b.contains("text") || !b["text"].is_string()) {
-        return r.Fail("system", "'system' must be a string or an array of text blocks");
-      }
-      text += b["text"].get<std::string>();
+    for (size_t i = 0; i < system->size() && r.ok(); ++i) {
+      text += TextBlock((*system)[i], Index("system", i), "must be a text block", r);
     }
   } else {
     return r.Fail("system", "'system' must be a string or an array of text blocks");
@@ -103,24 +121,36 @@ void ReadSystem(FieldReader& r, std::vector<ChatMessage>* out) {
   out->insert(out->begin(), ChatMessage{"system", text, {}, "", ""});
 }
 
+// {"type":"auto"|"any"|"tool"|"none", "name":...}. Only "none" changes what ember does (no tools in the
+// prompt); the others let the model choose.
+std::string ReadToolChoice(FieldReader& r) {
+  std::string type = "auto", name;
+  if (const json* tc = r.Object("tool_choice")) {
+    FieldReader t = r.Child(*tc, "tool_choice");
+    t.String("type", &type);
+    t.String("name", &name);
+    if (t.ok() && type != "auto" && type != "any" && type != "tool" && type != "none") {
+      t.Fail("tool_choice.type", "'tool_choice.type' must be auto, any, tool or none");
+    }
+  }
+  return type;
+}
+
 void ReadTools(FieldReader& r, CompletionRequest* out) {
   const json* tools = r.Array("tools");
-  std::string choice = "auto";
-  if (const json* tc = r.Object("tool_choice")) choice = tc->value("type", "auto");
-  if (tools == nullptr || choice == "none") return;
-  for (size_t i = 0; i < tools->size() && r.ok(); ++i) {
+  const std::string choice = ReadToolChoice(r);
+  for (size_t i = 0; tools != nullptr && i < tools->size() && r.ok(); ++i) {
     const std::string p = Index("tools", i);
-    std::optional<ApiError> err;
-    FieldReader t((*tools)[i], p + ".", &err);
+    FieldReader t = r.Child((*tools)[i], p);
     ToolSpec spec;
     t.String("name", &spec.name);
     t.String("description", &spec.description);
     const json* schema = t.Object("input_schema");
     spec.parameters_json = schema == nullptr ? "{}" : schema->dump();
-    if (!(*tools)[i].is_object() || spec.name.empty()) t.Fail(p + ".name", "'" + p + ".name' is required");
-    if (err) return r.Fail(err->param, err->message);
+    if (t.ok() && spec.name.empty()) t.Fail(p + ".name", "'" + p + ".name' is required");
     out->tools.push_back(std::move(spec));
   }
+  if (choice == "none") out->tools.clear();
 }
 
 }  // namespace
@@ -134,13 +164,8 @@ ApiResult<CompletionRequest> ParseAnthropicRequest(const json& body, bool requir
   ReadCommonSampling(r, &out);
   r.OptionalInt("max_tokens", &out.max_tokens, 1, INT32_MAX);
   if (require_max_tokens && r.ok() && !out.max_tokens) r.Fail("max_tokens", "'max_tokens' is required");
-  r.StringOrList("stop_sequences", &out.stop, 16);
-  if (const json* meta = r.Object("metadata")) {
-    std::optional<ApiError> merr;
-    FieldReader m(*meta, "metadata.", &merr);
-    m.String("user_id", &out.user);
-    if (merr) r.Fail(merr->param, merr->message);
-  }
+  r.StringOrList("stop_sequences", &out.stop, kMaxStopStrings, kMaxStopBytes);
+  if (const json* meta = r.Object("metadata")) r.Child(*meta, "metadata").String("user_id", &out.user);
   ReadSystem(r, &out.messages);
   ReadMessages(r, &out.messages);
   ReadTools(r, &out);

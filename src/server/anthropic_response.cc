@@ -1,5 +1,7 @@
 #include "server/anthropic_response.h"
 
+#include "server/json_input.h"
+
 namespace ember::server {
 
 using nlohmann::json;
@@ -18,10 +20,11 @@ json AnthropicUsage(const GenerationResult& r) {
               {"cache_tier", r.cache_tier}};
 }
 
-// A tool's arguments as an object (Anthropic's `input`); text that is not a JSON object becomes {}.
+// A tool's arguments as an object (Anthropic's `input`); text that is not a JSON object (or nests deeper
+// than kMaxJsonDepth) becomes {}.
 json ToolInput(const std::string& arguments_json) {
-  json input = json::parse(arguments_json, nullptr, /*allow_exceptions=*/false);
-  return input.is_object() ? input : json::object();
+  StatusOr<json> input = ParseJsonLimited(arguments_json);
+  return input.ok() && input->is_object() ? std::move(input).value() : json::object();
 }
 
 json AnthropicContent(const CompletionOutput& out) {

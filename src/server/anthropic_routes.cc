@@ -65,21 +65,15 @@ std::optional<ApiError> HandleMessages(ServerContext& ctx, const httplib::Reques
   if (!body.ok()) return body.error();
   ApiResult<CompletionRequest> req = ParseAnthropicRequest(body.value(), /*require_max_tokens=*/true);
   if (!req.ok()) return req.error();
-  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value());
+  // Dispatch let the key in; which key it was is the caller's prompt-cache tenant.
+  const std::string key_id =
+      ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key"));
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value(), key_id);
   if (!job.ok()) return job.error();
   auto state = std::make_shared<MessageStream>(MessageStream{
       &ctx, job.value(), std::move(req.value()), ResponseMeta{ctx.NewId("msg_"), ctx.clock.unix_seconds(), ctx.model_id}});
   if (state->req.stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [state](size_t, httplib::DataSink& sink) {
-          SseWriter w([&sink](std::string_view b) { return sink.write(b.data(), b.size()); });
-          StreamMessage(*state, w);
-          if (w.ok()) sink.done();
-          return w.ok();
-        },
-        [state](bool) { state->job->Cancel(); });
+    StartEventStream(res, [state](SseWriter& w) { StreamMessage(*state, w); }, [state] { state->job->Cancel(); });
     return std::nullopt;
   }
   PumpResult r = PumpJob(ctx, *state->job, state->req, nullptr, nullptr, "toolu_" + state->meta.id + "_");

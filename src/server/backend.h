@@ -74,7 +74,9 @@ struct GenerationRequest {
   int32_t max_tokens = 0;            // > 0; the server checks prompt + max_tokens <= context_length()
   int32_t top_logprobs = 0;          // 0..20; logprobs of the chosen token are reported when `logprobs`
   bool logprobs = false;
-  // Separates prefix-cache namespaces: requests with different salts never share cached KV.
+  // Separates prefix-cache namespaces: requests with different salts never share cached KV. The server
+  // puts CacheNamespace::TenantOf(API key identity, the client's cache_salt) here: a digest, so neither a
+  // key nor a client's salt reaches the cache or its files.
   std::string cache_salt;
   // Set by the server when the client went away or the server is shutting down; Generate() polls it
   // between tokens and returns promptly (finish reason kCancelled). Outlives the Generate() call.
@@ -152,6 +154,11 @@ class InferenceBackend {
   virtual StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const = 0;
   // Renders the model's chat template (with tools in the model's own format) to prompt text.
   virtual StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& input) const = 0;
+  // The rendered chat prompt as token ids. The template's own markup keeps its control tokens; text from
+  // the client (message content, names, tool calls and schemas, template kwargs) never becomes one: it
+  // tokenizes as Tokenize(text, false, /*parse_special=*/false) would. Not the same as tokenizing
+  // ApplyChatTemplate's text, where a user's "<|eot_id|>" could not be told from the template's.
+  virtual StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& input) const = 0;
   // Runs prefill (reusing the prefix cache) and decode; reports each token through `on_token`.
   // On error nothing is promised about `out` beyond prompt_tokens.
   virtual Status Generate(const GenerationRequest& req, const TokenCallback& on_token,

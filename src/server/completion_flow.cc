@@ -1,5 +1,7 @@
 #include "server/completion_flow.h"
 
+#include "cache/cache_namespace.h"
+
 #include "server/tool_call_parser.h"
 #include "server/tool_stream_gate.h"
 
@@ -19,21 +21,21 @@ Clock SystemClock() {
 ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const CompletionRequest& req) {
   if (req.kind == ApiKind::kCompletion) {
     if (req.prompt_is_ids) return req.prompt_ids;
+    // A raw prompt is the caller's own markup (llama-server parses it the same way), so by default
+    // "<|eot_id|>" in it is the control token; --completion-prompt-specials off makes it text.
     StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(req.prompt_text, /*add_special=*/true,
-                                                               /*parse_special=*/true);
+                                                               ctx.options.completion_prompt_specials);
     if (!ids.ok()) return FromStatus(ids.status());
     return std::move(ids).value();
   }
-  ChatTemplateInput input{req.messages, req.tools, true, req.template_kwargs};
-  StatusOr<std::string> text = ctx.backend->ApplyChatTemplate(input);
-  if (!text.ok()) return FromStatus(text.status());
-  // The rendered template already holds BOS and the other special tokens as text.
-  StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(*text, /*add_special=*/false, /*parse_special=*/true);
+  // Messages are text: a user typing "<|eot_id|><|start_header_id|>system..." must not forge a turn.
+  StatusOr<std::vector<int32_t>> ids = ctx.backend->TokenizeChat({req.messages, req.tools, true, req.template_kwargs});
   if (!ids.ok()) return FromStatus(ids.status());
   return std::move(ids).value();
 }
 
-ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req) {
+ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req,
+                                                          std::string_view api_key_id) {
   if (ctx.draining.load()) return Overloaded("the server is shutting down");
   ApiResult<std::vector<int32_t>> prompt = PromptTokens(ctx, req);
   if (!prompt.ok()) return prompt.error();
@@ -57,7 +59,7 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
   g.max_tokens = req.max_tokens ? *req.max_tokens : static_cast<int32_t>(n_ctx - n_prompt);
   g.logprobs = req.logprobs;
   g.top_logprobs = req.top_logprobs;
-  g.cache_salt = req.cache_salt;
+  g.cache_salt = CacheNamespace::TenantOf(api_key_id, req.cache_salt);
   auto job = std::make_shared<GenerationJob>(std::move(g), req.stop);
   Status st = ctx.scheduler->Submit(job);
   if (st.code() == StatusCode::kFailedPrecondition) return Overloaded(st.message());

@@ -38,6 +38,11 @@ struct CompletionRequest {
   std::string cache_salt;
 };
 
+// Limits the parsers enforce beyond the body's own (size, kMaxJsonDepth): stop strings are matched
+// against every generated token, so their number and length bound that work.
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopBytes = 1024;
+
 // POST /v1/chat/completions and POST /v1/completions bodies.
 ApiResult<CompletionRequest> ParseOpenAIChatRequest(const nlohmann::json& body);
 ApiResult<CompletionRequest> ParseOpenAICompletionRequest(const nlohmann::json& body);

@@ -17,8 +17,11 @@
 #include "cache/prompt_cache.h"
 #include "cache/tiered_cache.h"
 #include "coldtier/env.h"
+#include "coldtier/private_dir.h"
 #include "engine/engine.h"
+#include "server/json_input.h"
 #include "template/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::server {
 namespace {
@@ -26,9 +29,11 @@ namespace {
 using nlohmann::ordered_json;
 
 // Arguments arrive as JSON text; templates expect an object (they iterate it or print it with tojson).
+// Text that is not JSON, or nests deeper than kMaxJsonDepth, reaches the template as the string it is
+// (the request parsers already refused over-deep arguments; this keeps any other caller bounded too).
 ordered_json ParsedOrText(const std::string& text) {
-  ordered_json j = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? ordered_json(text) : j;
+  StatusOr<ordered_json> j = ParseOrderedJsonLimited(text);
+  return j.ok() ? std::move(j).value() : ordered_json(text);
 }
 
 ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {
@@ -47,6 +52,30 @@ ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {
     out.push_back(std::move(j));
   }
   return out;
+}
+
+// Passes every string under `root` (object keys too, at any depth, without recursion) through
+// Tokenizer::AsPlainText: everything there came from the client, so no control token may parse out of it.
+void MarkClientStrings(const Tokenizer& tok, ordered_json& root) {
+  std::vector<ordered_json*> todo{&root};
+  while (!todo.empty()) {
+    ordered_json& j = *todo.back();
+    todo.pop_back();
+    if (j.is_string()) {
+      j = tok.AsPlainText(j.get_ref<const std::string&>());
+    } else if (j.is_array()) {
+      for (ordered_json& e : j) todo.push_back(&e);
+    } else if (j.is_object()) {
+      bool keys_change = false;  // e.g. a property name in a tool's schema, printed by tojson
+      for (auto it = j.begin(); it != j.end() && !keys_change; ++it) keys_change = tok.AsPlainText(it.key()) != it.key();
+      if (keys_change) {
+        ordered_json rebuilt = ordered_json::object();
+        for (auto it = j.begin(); it != j.end(); ++it) rebuilt[tok.AsPlainText(it.key())] = std::move(it.value());
+        j = std::move(rebuilt);
+      }
+      for (auto it = j.begin(); it != j.end(); ++it) todo.push_back(&it.value());
+    }
+  }
 }
 
 SamplerParams ToSampler(const SamplingParams& s) {
@@ -85,22 +114,14 @@ class EngineBackend final : public InferenceBackend {
   }
 
   StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& in) const override {
-    const Tokenizer& tok = *engine_->tokenizer();
-    const std::string& tmpl = tok.spec().chat_template;
-    if (tmpl.empty()) return FailedPrecondition("the model has no chat template (tokenizer.chat_template)");
-    ordered_json ctx = {{"messages", MessagesJson(in.messages)}, {"add_generation_prompt", in.add_generation_prompt},
-                        {"bos_token", tok.bos() >= 0 ? std::string(tok.TokenToPiece(tok.bos(), true)) : ""},
-                        {"eos_token", tok.eos() >= 0 ? std::string(tok.TokenToPiece(tok.eos(), true)) : ""}};
-    if (!in.tools.empty()) {
-      ordered_json tools = ordered_json::array();
-      for (const ToolSpec& t : in.tools)
-        tools.push_back({{"type", "function"},
-                         {"function", {{"name", t.name}, {"description", t.description},
-                                       {"parameters", ParsedOrText(t.parameters_json)}}}});
-      ctx["tools"] = tools;
-    }
-    for (const auto& [name, value] : in.kwargs_json) ctx[name] = ParsedOrText(value);
-    return RenderChatTemplate(tmpl, ctx);
+    return RenderChat(in, /*client_text_plain=*/false);
+  }
+
+  StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& in) const override {
+    EMBER_ASSIGN_OR_RETURN(std::string text, RenderChat(in, /*client_text_plain=*/true));
+    // The rendered template already holds BOS and its other control tokens as text; the client's text
+    // carries marks that keep its control-token strings text (Tokenizer::AsPlainText).
+    return engine_->tokenizer()->EncodeWithMarks(text, /*add_special=*/false);
   }
 
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token, GenerationResult* out) override {
@@ -177,6 +198,38 @@ class EngineBackend final : public InferenceBackend {
   }
 
  private:
+  // The chat template's context from `in`, rendered. With `client_text_plain`, every client string in it
+  // goes through MarkClientStrings first (for TokenizeChat; the marks would be noise anywhere else).
+  StatusOr<std::string> RenderChat(const ChatTemplateInput& in, bool client_text_plain) const {
+    const Tokenizer& tok = *engine_->tokenizer();
+    const std::string& tmpl = tok.spec().chat_template;
+    if (tmpl.empty()) return FailedPrecondition("the model has no chat template (tokenizer.chat_template)");
+    ordered_json ctx = {{"messages", MessagesJson(in.messages)}, {"add_generation_prompt", in.add_generation_prompt},
+                        {"bos_token", tok.bos() >= 0 ? std::string(tok.TokenToPiece(tok.bos(), true)) : ""},
+                        {"eos_token", tok.eos() >= 0 ? std::string(tok.TokenToPiece(tok.eos(), true)) : ""}};
+    if (!in.tools.empty()) {
+      ordered_json tools = ordered_json::array();
+      for (const ToolSpec& t : in.tools)
+        tools.push_back({{"type", "function"},
+                         {"function", {{"name", t.name}, {"description", t.description},
+                                       {"parameters", ParsedOrText(t.parameters_json)}}}});
+      ctx["tools"] = tools;
+    }
+    for (const auto& [name, value] : in.kwargs_json) ctx[name] = ParsedOrText(value);
+    if (client_text_plain) {
+      MarkClientStrings(tok, ctx["messages"]);
+      if (ctx.contains("tools")) MarkClientStrings(tok, ctx["tools"]);
+      for (const auto& kw : in.kwargs_json) MarkClientStrings(tok, ctx[kw.first]);  // also one named bos_token
+    }
+    StatusOr<std::string> prompt = RenderChatTemplate(tmpl, ctx);
+    // A render limit (template/limits.h) is hit by what the request holds: a 400 naming the limit, not
+    // the 429 a ResourceExhausted would map to (retrying cannot help).
+    if (!prompt.ok() && prompt.status().code() == StatusCode::kResourceExhausted) {
+      return InvalidArgument("chat template: " + prompt.status().message());
+    }
+    return prompt;
+  }
+
   static CacheTierStats SsdTierStats(const TieredStats& t) {
     // Any arithmetic value (uint64 counters, double rates) reported as a double.
     auto gauge = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), false}; };
@@ -243,37 +296,51 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
                cache_bytes == 0 ? " (off)" : "");
   TieredCacheOptions to;
   to.ram_bytes = cache_bytes;
+  // An unusable cache directory (another user's, writable by others, in use by another server of this
+  // model, a file in the way) costs the SSD tier, never the server.
+  auto ssd_off = [](const Status& why) {
+    std::fprintf(stderr, "ember: warning: ssd cache disabled: %s; serving with the RAM tier only\n",
+                 why.message().c_str());
+  };
+  Env& env = *PosixEnv::Default();
+  CacheIdentity ident;
+  uint64_t disk_cap_bytes = 32ull << 30;
+  // A bad flag is an error whether or not the directory turns out usable.
+  if (!options.ssd_cache_dir.empty() && !options.ssd_cache_bytes.empty()) {
+    EMBER_ASSIGN_OR_RETURN(disk_cap_bytes, ParseByteSize(options.ssd_cache_bytes));
+  }
   if (!options.ssd_cache_dir.empty()) {
-    to.root = options.ssd_cache_dir;
-    to.kv = engine->kv_config();
-    to.disk_cap_bytes = 32ull << 30;
-    if (!options.ssd_cache_bytes.empty()) {
-      EMBER_ASSIGN_OR_RETURN(to.disk_cap_bytes, ParseByteSize(options.ssd_cache_bytes));
+    // Checked before anything in it is read: the weights-fingerprint memo there decides the identity.
+    if (Status safe = EnsurePrivateDir(env, options.ssd_cache_dir, DirRole::kRoot); !safe.ok()) {
+      ssd_off(safe);
+    } else {
+      to.root = options.ssd_cache_dir;
+      to.kv = engine->kv_config();
+      to.disk_cap_bytes = disk_cap_bytes;
+      to.verify_tensors = options.ssd_cache_verify;
+      to.demote_idle_s = options.ssd_demote_idle_s;
+      const auto t0 = std::chrono::steady_clock::now();
+      ident = ComputeCacheIdentity(env, to.root, options.model_path, engine->model().gguf(), to.kv);
+      to.identity = ident.dir_name;
+      const double ident_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "ember: ssd cache %s/%s, cap %s (identity %.2f s)\n", to.root.c_str(),
+                   to.identity.c_str(),
+                   to.disk_cap_bytes == 0 ? "unlimited" : FormatBytes(to.disk_cap_bytes).c_str(), ident_s);
     }
-    to.verify_tensors = options.ssd_cache_verify;
-    to.demote_idle_s = options.ssd_demote_idle_s;
-    const auto t0 = std::chrono::steady_clock::now();
-    const CacheIdentity ident = ComputeCacheIdentity(*PosixEnv::Default(), to.root, options.model_path,
-                                                     engine->model().gguf(), to.kv);
-    to.identity = ident.dir_name;
-    WriteIdentityFile(*PosixEnv::Default(), to.root, ident);
-    const double ident_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "ember: ssd cache %s/%s, cap %s (identity %.2f s)\n", to.root.c_str(),
-                 to.identity.c_str(), to.disk_cap_bytes == 0 ? "unlimited" : FormatBytes(to.disk_cap_bytes).c_str(),
-                 ident_s);
   }
   const auto t0 = std::chrono::steady_clock::now();
   const size_t ram_bytes = to.ram_bytes;
+  const std::string root = to.root;
   StatusOr<std::unique_ptr<TieredCache>> opened = TieredCache::Open(std::move(to));
   if (!opened.ok()) {
-    // An unusable cache directory (permissions, a file in the way) costs the SSD tier, never the server.
-    std::fprintf(stderr, "ember: warning: ssd cache disabled: %s\n", opened.status().ToString().c_str());
+    ssd_off(opened.status());
     TieredCacheOptions ram_only;
     ram_only.ram_bytes = ram_bytes;
     opened = TieredCache::Open(std::move(ram_only));
   }
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<TieredCache> tiers, std::move(opened));
   if (tiers->cold_enabled()) {
+    WriteIdentityFile(env, root, ident);  // only once the identity directory is locked as ours
     const TieredStats st = tiers->stats();
     std::fprintf(stderr, "ember: ssd cache scan: %zu entries, %s, %llu corrupt deleted (%.3f s)\n", st.entries,
                  FormatBytes(st.bytes).c_str(), static_cast<unsigned long long>(st.store.corrupt_deleted),

@@ -103,6 +103,11 @@ StatusOr<std::string> FakeBackend::ApplyChatTemplate(const ChatTemplateInput& in
   return out;
 }
 
+StatusOr<std::vector<int32_t>> FakeBackend::TokenizeChat(const ChatTemplateInput& input) const {
+  EMBER_ASSIGN_OR_RETURN(std::string text, ApplyChatTemplate(input));
+  return Tokenize(text, /*add_special=*/false, /*parse_special=*/true);
+}
+
 bool FakeBackend::WaitWhileHeld(const GenerationRequest& req) {
   std::unique_lock<std::mutex> lock(mu_);
   while (held_) {

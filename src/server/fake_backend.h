@@ -36,6 +36,8 @@ class FakeBackend final : public InferenceBackend {
                                           bool parse_special) const override;
   StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const override;
   StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& input) const override;
+  // Byte tokens have no control tokens to forge: the rendered text's bytes.
+  StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& input) const override;
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
                   GenerationResult* out) override;
   BackendStats Stats() const override;

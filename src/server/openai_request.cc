@@ -1,7 +1,13 @@
-// Parsing of OpenAI chat/completions request bodies into CompletionRequest.
+// Parsing of OpenAI chat/completions request bodies into CompletionRequest. Every read goes through
+// FieldReader, so a wrong type anywhere is a 400 naming the field.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "server/completion_request.h"
+#include "server/json_input.h"
 #include "server/request_fields.h"
 
 namespace ember::server {
@@ -13,46 +19,69 @@ std::string Index(const std::string& base, size_t i) { return base + "[" + std::
 
 // Content is a string or an array of parts; text parts are concatenated (the model sees one string).
 std::string ReadContent(const json& content, const std::string& path, FieldReader& r) {
-  if (content.is_null()) return "";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
     r.Fail(path, "'" + path + "' must be a string or an array of content parts");
     return "";
   }
   std::string text;
-  for (size_t i = 0; i < content.size(); ++i) {
+  for (size_t i = 0; i < content.size() && r.ok(); ++i) {
     const json& part = content[i];
     const std::string p = Index(path, i);
     if (part.is_string()) {
       text += part.get<std::string>();
       continue;
     }
-    if (!part.is_object() || !part.contains("text") || !part["text"].is_string()) {
-      r.Fail(p, "'" + p + "' must be a text part {\"type\":\"text\",\"text\":...}; only text is supported");
-      return "";
+    FieldReader f = r.Child(part, p);
+    std::string type = "text", piece;
+    f.String("type", &type);
+    if (f.ok() && type != "text") {
+      f.Fail(p, "'" + p + "' must be a text part {\"type\":\"text\",\"text\":...}; only text is supported");
     }
-    text += part["text"].get<std::string>();
+    if (f.ok() && f.Any("text") == nullptr) f.Fail(p + ".text", "'" + p + ".text' is required");
+    f.String("text", &piece);
+    text += piece;
   }
   return text;
+}
+
+// `arguments` is a JSON string by the spec; some clients send the object itself. A string that is JSON
+// nested deeper than kMaxJsonDepth is refused here, because the template would be handed the parsed
+// value; a string that is not JSON at all stays text (models emit such arguments, and clients send the
+// model's turn back as it was).
+void ReadArguments(FieldReader& f, std::string* out) {
+  const json* args = f.Any("arguments");
+  if (args == nullptr) return;
+  const std::string param = f.Path("arguments");
+  if (args->is_object()) {
+    *out = args->dump();
+  } else if (args->is_string()) {
+    StatusOr<json> parsed = ParseJsonLimited(args->get_ref<const std::string&>());
+    if (parsed.status().code() == StatusCode::kResourceExhausted) {
+      return f.Fail(param, "'" + param + "': " + parsed.status().message());
+    }
+    *out = args->get<std::string>();
+  } else {
+    f.Fail(param, "'" + param + "' must be a string of JSON (or an object)");
+  }
 }
 
 void ReadToolCalls(const json& calls, const std::string& path, FieldReader& r, ChatMessage* m) {
   for (size_t i = 0; i < calls.size() && r.ok(); ++i) {
     const std::string p = Index(path, i);
-    std::optional<ApiError> err;
-    FieldReader call(calls[i], p + ".", &err);
+    FieldReader call = r.Child(calls[i], p);
     ToolCall tc;
+    std::string type = "function";
     call.String("id", &tc.id);
+    call.String("type", &type);
+    if (call.ok() && type != "function") call.Fail(p + ".type", "'" + p + ".type' must be \"function\"");
     const json* fn = call.Object("function");
+    if (call.ok() && fn == nullptr) call.Fail(p + ".function", "'" + p + ".function' is required");
     if (fn != nullptr) {
-      FieldReader f(*fn, p + ".function.", &err);
+      FieldReader f = r.Child(*fn, p + ".function");
       f.String("name", &tc.name);
-      const json* args = f.Any("arguments");
-      // Spec says a JSON string; some clients send the object itself.
-      if (args != nullptr) tc.arguments_json = args->is_string() ? args->get<std::string>() : args->dump();
+      ReadArguments(f, &tc.arguments_json);
     }
-    if (!calls[i].is_object() || fn == nullptr) err = InvalidRequest("'" + p + "' must be a tool call object", p);
-    if (err) return r.Fail(err->param, err->message);
     m->tool_calls.push_back(std::move(tc));
   }
 }
@@ -60,55 +89,67 @@ void ReadToolCalls(const json& calls, const std::string& path, FieldReader& r, C
 ChatMessage ReadMessage(const json& msg, size_t i, FieldReader& r) {
   const std::string path = Index("messages", i);
   ChatMessage m;
-  if (!msg.is_object()) {
-    r.Fail(path, "'" + path + "' must be an object");
-    return m;
-  }
-  std::optional<ApiError> err;
-  FieldReader f(msg, path + ".", &err);
+  FieldReader f = r.Child(msg, path);
   f.String("role", &m.role);
   if (m.role == "developer") m.role = "system";  // newer OpenAI name for the same thing
-  if (!err && m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
+  if (f.ok() && m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
     f.Fail(path + ".role", "'" + path + ".role' must be system, user, assistant or tool");
   }
-  if (err) {
-    r.Fail(err->param, err->message);
-    return m;
-  }
-  if (msg.contains("content")) m.content = ReadContent(msg["content"], path + ".content", r);
+  if (const json* content = f.Any("content")) m.content = ReadContent(*content, path + ".content", f);
   f.String("name", &m.name);
   f.String("tool_call_id", &m.tool_call_id);
   if (const json* calls = f.Array("tool_calls")) ReadToolCalls(*calls, path + ".tool_calls", f, &m);
-  if (err) r.Fail(err->param, err->message);
   return m;
+}
+
+// "none", "auto", "required" or {"type":"function","function":{"name":...}}. Only "none" changes what
+// ember does (no tools in the prompt); the others let the model choose.
+std::string ReadToolChoice(FieldReader& r) {
+  std::string choice = "auto";
+  const json* tc = r.Any("tool_choice");
+  if (tc == nullptr) return choice;
+  if (tc->is_string()) {
+    choice = tc->get<std::string>();
+    if (choice != "none" && choice != "auto" && choice != "required") {
+      r.Fail("tool_choice", "'tool_choice' must be none, auto, required or an object naming a function");
+    }
+  } else if (tc->is_object()) {
+    FieldReader t = r.Child(*tc, "tool_choice");
+    std::string type, name;
+    t.String("type", &type);
+    if (const json* fn = t.Object("function")) r.Child(*fn, "tool_choice.function").String("name", &name);
+  } else {
+    r.Fail("tool_choice", "'tool_choice' must be a string or an object");
+  }
+  return choice;
 }
 
 void ReadTools(FieldReader& r, CompletionRequest* out) {
   const json* tools = r.Array("tools");
-  std::string choice = "auto";
-  if (const json* tc = r.Any("tool_choice"); tc != nullptr && tc->is_string()) choice = tc->get<std::string>();
-  if (tools == nullptr || choice == "none") return;
-  for (size_t i = 0; i < tools->size() && r.ok(); ++i) {
+  const std::string choice = ReadToolChoice(r);
+  for (size_t i = 0; tools != nullptr && i < tools->size() && r.ok(); ++i) {
     const std::string p = Index("tools", i);
-    std::optional<ApiError> err;
-    FieldReader t((*tools)[i], p + ".", &err);
+    FieldReader t = r.Child((*tools)[i], p);
+    std::string type = "function";
+    t.String("type", &type);
+    if (t.ok() && type != "function") t.Fail(p + ".type", "'" + p + ".type' must be \"function\"");
     const json* fn = t.Object("function");
-    if (fn == nullptr) t.Fail(p + ".function", "'" + p + ".function' is required");
+    if (t.ok() && fn == nullptr) t.Fail(p + ".function", "'" + p + ".function' is required");
+    if (fn == nullptr) continue;
     ToolSpec spec;
-    if (fn != nullptr) {
-      FieldReader f(*fn, p + ".function.", &err);
-      f.String("name", &spec.name);
-      f.String("description", &spec.description);
-      const json* params = f.Object("parameters");
-      spec.parameters_json = params == nullptr ? "{}" : params->dump();
-      if (spec.name.empty()) f.Fail(p + ".function.name", "'" + p + ".function.name' is required");
-    }
-    if (err) return r.Fail(err->param, err->message);
+    FieldReader f = r.Child(*fn, p + ".function");
+    f.String("name", &spec.name);
+    f.String("description", &spec.description);
+    const json* params = f.Object("parameters");
+    spec.parameters_json = params == nullptr ? "{}" : params->dump();
+    if (f.ok() && spec.name.empty()) f.Fail(p + ".function.name", "'" + p + ".function.name' is required");
     out->tools.push_back(std::move(spec));
   }
+  if (choice == "none") out->tools.clear();
 }
 
 void ReadTemplateKwargs(FieldReader& r, CompletionRequest* out) {
+  // Values are re-parsed by the backend; the body's depth limit already bounds them.
   if (const json* kw = r.Object("chat_template_kwargs")) {
     for (auto it = kw->begin(); it != kw->end(); ++it) out->template_kwargs.emplace_back(it.key(), it->dump());
   }
@@ -117,15 +158,17 @@ void ReadTemplateKwargs(FieldReader& r, CompletionRequest* out) {
 void ReadLogitBias(FieldReader& r, CompletionRequest* out) {
   const json* bias = r.Object("logit_bias");
   if (bias == nullptr) return;
-  for (auto it = bias->begin(); it != bias->end(); ++it) {
+  for (auto it = bias->begin(); it != bias->end() && r.ok(); ++it) {
     const std::string p = "logit_bias." + it.key();
-    char* end = nullptr;
-    const long id = std::strtol(it.key().c_str(), &end, 10);
-    if (it.key().empty() || *end != '\0' || id < 0) return r.Fail(p, "'" + p + "': logit_bias keys must be token ids");
-    if (!it->is_number() || it->get<double>() < -100 || it->get<double>() > 100) {
-      return r.Fail(p, "'" + p + "' must be a number between -100 and 100");
-    }
-    out->sampling.logit_bias.emplace_back(static_cast<int32_t>(id), it->get<float>());
+    const std::string& key = it.key();
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int64_t id = digits ? std::stoll(key) : -1;  // ten digits cannot overflow int64
+    if (id < 0 || id > INT32_MAX) return r.Fail(p, "'" + p + "': logit_bias keys must be token ids");
+    // Ids beyond the vocabulary are ignored by the sampler (they have no logit to bias).
+    float value = 0;
+    r.Child(*bias, "logit_bias").Float(it.key().c_str(), &value, -100, 100);
+    out->sampling.logit_bias.emplace_back(static_cast<int32_t>(id), value);
   }
 }
 
@@ -139,17 +182,12 @@ void ReadOpenAICommon(FieldReader& r, CompletionRequest* out) {
   r.Float("presence_penalty", &out->sampling.presence_penalty, -2, 2);
   r.Float("frequency_penalty", &out->sampling.frequency_penalty, -2, 2);
   ReadLogitBias(r, out);
-  r.StringOrList("stop", &out->stop, 16);
+  r.StringOrList("stop", &out->stop, kMaxStopStrings, kMaxStopBytes);
   r.String("user", &out->user);
   int32_t n = 1;
   r.Int("n", &n, 1, 1);  // one choice per request: ask again for more
   r.OptionalInt("max_tokens", &out->max_tokens, 1, INT32_MAX);
-  if (const json* so = r.Object("stream_options")) {
-    std::optional<ApiError> err;
-    FieldReader s(*so, "stream_options.", &err);
-    s.Bool("include_usage", &out->include_usage);
-    if (err) r.Fail(err->param, err->message);
-  }
+  if (const json* so = r.Object("stream_options")) r.Child(*so, "stream_options").Bool("include_usage", &out->include_usage);
 }
 
 }  // namespace
@@ -201,16 +239,20 @@ ApiResult<CompletionRequest> ParseOpenAICompletionRequest(const json& body) {
   if (lp) out.logprobs = true, out.top_logprobs = *lp;
   const json* prompt = r.Any("prompt");
   if (prompt == nullptr && r.ok()) r.Fail("prompt", "'prompt' is required");
+  auto is_id = [](const json& t) {
+    // Token ids are int32; the backend refuses ids beyond the vocabulary.
+    return t.is_number_unsigned() ? t.get<uint64_t>() <= INT32_MAX
+                                  : t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX;
+  };
   if (prompt != nullptr && prompt->is_string()) {
     out.prompt_text = prompt->get<std::string>();
   } else if (prompt != nullptr && prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
     out.prompt_text = (*prompt)[0].get<std::string>();
-  } else if (prompt != nullptr && prompt->is_array() && !prompt->empty() &&
-             std::all_of(prompt->begin(), prompt->end(), [](const json& t) { return t.is_number_integer(); })) {
+  } else if (prompt != nullptr && prompt->is_array() && !prompt->empty() && std::all_of(prompt->begin(), prompt->end(), is_id)) {
     out.prompt_is_ids = true;
     for (const json& t : *prompt) out.prompt_ids.push_back(t.get<int32_t>());
   } else if (prompt != nullptr) {
-    r.Fail("prompt", "'prompt' must be a string, an array of one string, or an array of token ids");
+    r.Fail("prompt", "'prompt' must be a string, an array of one string, or an array of token ids (0 to 2^31-1)");
   }
   return Finish(std::move(out), err);
 }

@@ -71,22 +71,6 @@ void StreamText(StreamState& s, SseWriter& w) {
   w.Done();
 }
 
-// Hands the stream to httplib: the provider runs on this same worker after the handler returns and
-// writes the whole stream in one call; the releaser cancels the job if the response was abandoned.
-void StartStream(httplib::Response& res, std::shared_ptr<StreamState> state, void (*stream)(StreamState&, SseWriter&)) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [state, stream](size_t, httplib::DataSink& sink) {
-        SseWriter w([&sink](std::string_view b) { return sink.write(b.data(), b.size()); });
-        stream(*state, w);
-        if (w.ok()) sink.done();
-        return w.ok();
-      },
-      [state](bool) { state->job->Cancel(); });
-}
-
 std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Request& http, httplib::Response& res,
                                          ApiKind kind) {
   ApiResult<json> body = ParseJsonBody(http);
@@ -94,7 +78,10 @@ std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Requ
   ApiResult<CompletionRequest> req =
       kind == ApiKind::kChat ? ParseOpenAIChatRequest(body.value()) : ParseOpenAICompletionRequest(body.value());
   if (!req.ok()) return req.error();
-  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value());
+  // Dispatch let the key in; which key it was is the caller's prompt-cache tenant.
+  const std::string key_id =
+      ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key"));
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value(), key_id);
   if (!job.ok()) return job.error();
   const bool chat = kind == ApiKind::kChat;
   auto state = std::make_shared<StreamState>(StreamState{
@@ -102,7 +89,8 @@ std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Requ
       ResponseMeta{ctx.NewId(chat ? "chatcmpl-" : "cmpl-"), ctx.clock.unix_seconds(), ctx.model_id},
       chat ? "/v1/chat/completions" : "/v1/completions"});
   if (state->req.stream) {
-    StartStream(res, state, chat ? &StreamChat : &StreamText);
+    void (*stream)(StreamState&, SseWriter&) = chat ? &StreamChat : &StreamText;
+    StartEventStream(res, [state, stream](SseWriter& w) { stream(*state, w); }, [state] { state->job->Cancel(); });
     return std::nullopt;
   }
   PumpResult r = PumpJob(ctx, *state->job, state->req, nullptr, nullptr, state->meta.id + "-call-");

@@ -89,25 +89,32 @@ void FieldReader::String(const char* key, std::string* out) {
   *out = v->get<std::string>();
 }
 
-void FieldReader::StringOrList(const char* key, std::vector<std::string>* out, size_t max_items) {
+void FieldReader::StringOrList(const char* key, std::vector<std::string>* out, size_t max_items, size_t max_bytes) {
   const json* v = Get(key);
   if (v == nullptr) return;
+  auto add = [&](const json& s, const std::string& name) {
+    if (!s.is_string()) return Fail(name, Quoted(name) + " must be a string");
+    if (s.get_ref<const std::string&>().size() > max_bytes) {
+      return Fail(name, Quoted(name) + " is longer than " + std::to_string(max_bytes) + " bytes (the limit)");
+    }
+    out->push_back(s.get<std::string>());
+  };
   if (v->is_string()) {
-    *out = {v->get<std::string>()};
-    return;
+    out->clear();
+    return add(*v, Path(key));
   }
   if (!v->is_array()) return WrongType(key, "a string or an array of strings");
   if (v->size() > max_items) {
     return Fail(Path(key), Quoted(Path(key)) + " has more than " + std::to_string(max_items) + " items");
   }
   out->clear();
-  for (size_t i = 0; i < v->size(); ++i) {
-    if (!(*v)[i].is_string()) {
-      return Fail(Path(key) + "[" + std::to_string(i) + "]",
-                  Quoted(Path(key) + "[" + std::to_string(i) + "]") + " must be a string");
-    }
-    out->push_back((*v)[i].get<std::string>());
-  }
+  for (size_t i = 0; i < v->size() && ok(); ++i) add((*v)[i], Path(key) + "[" + std::to_string(i) + "]");
+}
+
+FieldReader FieldReader::Child(const json& obj, const std::string& path) {
+  FieldReader child(obj, path + ".", error_);
+  if (!obj.is_object()) Fail(path, Quoted(path) + " must be an object");
+  return child;
 }
 
 const json* FieldReader::Object(const char* key) {

@@ -1,7 +1,9 @@
 // Typed access to one JSON object of a request, so parsers read fields into native types in one line each
 // and a wrong type becomes a 400 that names the field ("messages[2].content", "temperature"). The first
 // error wins; after it every read is a no-op, so a parser can read all its fields and check once.
-// Absent and null fields leave the output untouched (clients send null for "default").
+// Absent and null fields leave the output untouched (clients send null for "default"). Reading request
+// JSON any other way (get<>, at(), value(), operator[] on a missing key) throws or asserts on a wrong
+// type; that is a 500 or a crash, never the 400 the client deserves.
 #pragma once
 
 #include <cstdint>
@@ -26,14 +28,19 @@ class FieldReader {
   void Seed(const char* key, std::optional<uint64_t>* out);
   void Bool(const char* key, bool* out);
   void String(const char* key, std::string* out);
-  // One string or an array of strings ("stop").
-  void StringOrList(const char* key, std::vector<std::string>* out, size_t max_items);
+  // One string or an array of strings ("stop"), at most `max_items` of at most `max_bytes` each.
+  void StringOrList(const char* key, std::vector<std::string>* out, size_t max_items, size_t max_bytes);
   // The field's JSON if it is present, not null and of the wanted type; nullptr otherwise (and an error
   // when it is present with another type).
   const nlohmann::json* Object(const char* key);
   const nlohmann::json* Array(const char* key);
   // Present and not null, whatever its type.
   const nlohmann::json* Any(const char* key);
+
+  // A reader of a nested object ("messages[2]."), sharing this reader's error slot. Reads through it
+  // report `path` + key; when `obj` is not an object at all, it fails at once with "'<path>' must be an
+  // object" (so the caller need not check).
+  FieldReader Child(const nlohmann::json& obj, const std::string& path);
 
   void Fail(const std::string& param, const std::string& message);
   std::string Path(const std::string& key) const { return path_ + key; }

@@ -12,6 +12,7 @@
 
 #include "server/api_error.h"
 #include "server/server_context.h"
+#include "server/sse_writer.h"
 
 namespace ember::server {
 
@@ -30,8 +31,14 @@ std::vector<Route> OpenAIRoutes(ServerContext& ctx);     // /v1/chat/completions
 std::vector<Route> AnthropicRoutes(ServerContext& ctx);  // /v1/messages, /v1/messages/count_tokens
 std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /tokenize, ...
 
-// The request body as JSON; a 400 naming the parse error when it is not.
+// The request body as JSON; a 400 naming the parse error when it is not, or the depth limit when it
+// nests deeper than kMaxJsonDepth (json_input.h). Every route that takes a body parses it here.
 ApiResult<nlohmann::json> ParseJsonBody(const httplib::Request& req);
 void SetJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
+// Answers with a server-sent-event stream that `stream` writes. httplib runs it on this worker after the
+// handler has returned, outside Dispatch's catch, so an exception there is caught here: it ends only this
+// response (the connection closes mid-stream) and is logged. `release` runs when the response is over,
+// written or abandoned (the client left).
+void StartEventStream(httplib::Response& res, std::function<void(SseWriter&)> stream, std::function<void()> release);
 
 }  // namespace ember::server

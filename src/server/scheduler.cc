@@ -1,6 +1,8 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <exception>
+#include <string>
 
 namespace ember::server {
 
@@ -30,6 +32,23 @@ Status Scheduler::Submit(std::shared_ptr<GenerationJob> job) {
   return Status::Ok();
 }
 
+// The lane is shared by every request: whatever one generation throws (a backend bug, bad_alloc) fails
+// that request alone, with a 500 that says what happened, and the lane goes on to the next job.
+Status Scheduler::RunGuarded(GenerationJob& job, GenerationResult* result) {
+  const int32_t prompt_tokens = result->prompt_tokens;
+  std::string what;
+  try {
+    return backend_->Generate(job.request(), [&job](const TokenEvent& t) { return job.OnToken(t); }, result);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  *result = GenerationResult{};  // whatever the backend left there is not to be trusted
+  result->prompt_tokens = prompt_tokens;
+  return Internal("generation failed: " + what);
+}
+
 void Scheduler::LaneLoop() {
   while (true) {
     std::shared_ptr<GenerationJob> job;
@@ -47,8 +66,7 @@ void Scheduler::LaneLoop() {
     if (job->cancelled()) {
       result.finish_reason = FinishReason::kCancelled;  // client left while queued: skip the work
     } else {
-      status = backend_->Generate(job->request(), [&job](const TokenEvent& t) { return job->OnToken(t); },
-                                  &result);
+      status = RunGuarded(*job, &result);
     }
     {
       // Counted before the client hears kDone, so /stats never lags what a client has seen.

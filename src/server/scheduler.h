@@ -39,6 +39,7 @@ class Scheduler {
 
  private:
   void LaneLoop();
+  Status RunGuarded(GenerationJob& job, GenerationResult* result);
   size_t LiveQueuedLocked() const;
 
   InferenceBackend* const backend_;

@@ -18,6 +18,9 @@ struct ServeOptions {
   std::vector<std::string> api_keys;       // empty = no authentication
   std::vector<std::string> cors_origins;   // beyond localhost; "*" allows any origin
   size_t max_body_bytes = 8u << 20;        // larger request bodies get 413
+  // Raw /v1/completions prompts: control-token strings ("<|eot_id|>") become control tokens (llama-server
+  // does the same). Off: they stay text. Chat messages are always text.
+  bool completion_prompt_specials = true;
   size_t max_queue = 64;                   // waiting generations beyond this get 429
   int threads = 0;                         // engine compute threads; 0 = physical cores
   // Connection workers; each open connection holds one, a streaming or queued client for its whole

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/json_input.h"
+
 #include <optional>
 
 namespace ember::server {
@@ -20,10 +22,12 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-// {"name": string, <args_key>: object} -> ToolCall; anything else -> nullopt.
+// {"name": string, <args_key>: object} -> ToolCall; anything else (also JSON nested deeper than
+// kMaxJsonDepth: the model's text is as untrusted as a client's) -> nullopt.
 std::optional<ToolCall> CallFromJson(const std::string& text) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return std::nullopt;
+  StatusOr<json> parsed = ParseJsonLimited(text);
+  if (!parsed.ok() || !parsed->is_object()) return std::nullopt;
+  const json& j = *parsed;
   auto name = j.find("name");
   if (name == j.end() || !name->is_string()) return std::nullopt;
   auto args = j.find("arguments");

@@ -122,8 +122,12 @@ struct Ternary : Node {
 
 struct If : Node {
   If(int l, int c) : Node(NodeKind::kIf, l, c) {}
-  NodePtr condition;
-  Body body, orelse;  // an elif is a nested If in orelse
+  struct Branch {
+    NodePtr condition;
+    Body body;
+  };
+  std::vector<Branch> branches;  // the `if`, then each `elif` (a flat list: a long elif chain is not deep)
+  Body orelse;
 };
 
 struct For : Node {

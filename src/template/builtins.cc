@@ -6,8 +6,6 @@
 namespace ember::jinja {
 namespace {
 
-constexpr int64_t kMaxRange = 1'000'000;  // range() larger than this is surely a bug, not a prompt
-
 Value Builtin(std::string name, std::function<StatusOr<Value>(Evaluator&, CallArgs&)> body) {
   Function f;
   f.name = std::move(name);
@@ -30,7 +28,7 @@ Status AddNamespaceEntry(const Value& pair, Object* out) {
   return Status::Ok();
 }
 
-StatusOr<Value> MakeNamespace(CallArgs& args) {
+StatusOr<Value> MakeNamespace(Evaluator& ev, CallArgs& args) {
   if (args.positional.size() > 1) {
     return InvalidArgument("namespace expected at most 1 argument, got " + std::to_string(args.positional.size()));
   }
@@ -38,18 +36,21 @@ StatusOr<Value> MakeNamespace(CallArgs& args) {
   if (!args.positional.empty()) {
     const Value& src = args.positional[0];
     if (src.is_object()) {
+      EMBER_RETURN_IF_ERROR(ev.budget().Charge(src.as_object().size()));
       entries = src.as_object();  // a copy: assigning to the namespace must not change the dict
     } else if (src.is_array()) {
+      EMBER_RETURN_IF_ERROR(ev.budget().Charge(src.as_array().size()));
       for (const Value& pair : src.as_array()) EMBER_RETURN_IF_ERROR(AddNamespaceEntry(pair, &entries));
     } else {
       return InvalidArgument(std::string("'") + src.TypeName() + "' object is not iterable");
     }
   }
   for (auto& [k, v] : args.keywords) entries.Set(k, v);
-  return Value::MakeNamespace(std::move(entries));
+  EMBER_RETURN_IF_ERROR(ev.budget().CheckItems(entries.size()));
+  return ev.NewNamespace(std::move(entries));
 }
 
-StatusOr<Value> Range(CallArgs& args) {
+StatusOr<Value> Range(Budget& budget, CallArgs& args) {
   const auto& p = args.positional;
   if (p.empty() || p.size() > 3) return InvalidArgument("range() takes 1 to 3 integer arguments");
   for (const Value& v : p) {
@@ -62,13 +63,18 @@ StatusOr<Value> Range(CallArgs& args) {
   }
   if (p.size() == 3) step = p[2].as_int();
   if (step == 0) return InvalidArgument("range() step must not be zero");
-  Array out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-    if (static_cast<int64_t>(out.size()) >= kMaxRange) {
-      return ResourceExhausted("range() longer than " + std::to_string(kMaxRange) + " items");
-    }
-    out.push_back(Value::Int(i));
+  // The length first (in 128 bits: stop - start can overflow int64), so nothing is built past the limit.
+  const __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
+  const __int128 magnitude = step > 0 ? __int128{step} : -__int128{step};
+  const __int128 len = span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
+  if (len > static_cast<__int128>(budget.limits().max_items)) {
+    return ResourceExhausted("max_items exceeded: range() of " + std::to_string(static_cast<uint64_t>(len)) +
+                             " items is longer than the limit of " + std::to_string(budget.limits().max_items));
   }
+  EMBER_RETURN_IF_ERROR(budget.Charge(static_cast<uint64_t>(len)));
+  Array out;
+  out.reserve(static_cast<size_t>(len));
+  for (__int128 k = 0; k < len; ++k) out.push_back(Value::Int(static_cast<int64_t>(start + k * step)));
   return Value::MakeArray(std::move(out));
 }
 
@@ -117,22 +123,26 @@ bool IsGlobalName(std::string_view name) {
 }
 
 void AddGlobals(Env* env) {
-  env->Set("namespace", Builtin("namespace", [](Evaluator&, CallArgs& a) { return MakeNamespace(a); }));
+  env->Set("namespace", Builtin("namespace", [](Evaluator& ev, CallArgs& a) { return MakeNamespace(ev, a); }));
   env->Set("true", Value::Bool(true));
   env->Set("false", Value::Bool(false));
   env->Set("none", Value::None());
   env->Set("True", Value::Bool(true));
   env->Set("False", Value::Bool(false));
   env->Set("None", Value::None());
-  env->Set("range", Builtin("range", [](Evaluator&, CallArgs& a) { return Range(a); }));
-  env->Set("raise_exception", Builtin("raise_exception", [](Evaluator&, CallArgs& a) -> StatusOr<Value> {
-    std::string msg = a.positional.empty() ? "" : ToConcatString(a.positional[0]);
+  env->Set("range", Builtin("range", [](Evaluator& ev, CallArgs& a) { return Range(ev.budget(), a); }));
+  env->Set("raise_exception", Builtin("raise_exception", [](Evaluator& ev, CallArgs& a) -> StatusOr<Value> {
+    std::string msg;
+    if (!a.positional.empty()) {
+      EMBER_ASSIGN_OR_RETURN(msg, ToConcatString(a.positional[0], ev.limits()));
+    }
     return InvalidArgument("raise_exception: " + msg);
   }));
   env->Set("strftime_now", Builtin("strftime_now", [](Evaluator& ev, CallArgs& a) -> StatusOr<Value> {
     if (a.positional.empty() || !a.positional[0].is_string()) {
       return InvalidArgument("strftime_now() expects a format string");
     }
+    EMBER_RETURN_IF_ERROR(ev.budget().ChargeBytes(a.positional[0].as_string().size()));
     const auto& clock = ev.options().clock;
     return Value::String(FormatTime(a.positional[0].as_string(),
                                     clock ? clock() : std::chrono::system_clock::now()));

@@ -1,5 +1,8 @@
 #include "template/evaluator.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "template/filters.h"
 #include "template/methods.h"
 
@@ -7,21 +10,21 @@ namespace ember::jinja {
 
 const Value* Env::Lookup(std::string_view name) const {
   for (const Env* e = this; e != nullptr; e = e->parent.get()) {
-    for (const auto& [k, v] : e->vars) {
-      if (k == name) return &v;
-    }
+    if (const Value* v = e->vars.Find(name)) return v;
   }
   return nullptr;
 }
 
-void Env::Set(const std::string& name, Value v) {
-  for (auto& [k, old] : vars) {
-    if (k == name) {
-      old = std::move(v);
-      return;
-    }
-  }
-  vars.emplace_back(name, std::move(v));
+void Env::Set(const std::string& name, Value v) { vars.Set(name, std::move(v)); }
+
+Evaluator::~Evaluator() {
+  for (const auto& ns : namespaces_) ns->Clear();
+}
+
+Value Evaluator::NewNamespace(Object entries) {
+  Value v = Value::MakeNamespace(std::move(entries));
+  namespaces_.push_back(v.namespace_storage());
+  return v;
 }
 
 Status Evaluator::ErrorAt(const Node& at, const std::string& msg, StatusCode code) {
@@ -34,10 +37,60 @@ Status Evaluator::Locate(const Node& at, const Status& st) {
   return ErrorAt(at, st.message(), st.code());
 }
 
+Status Evaluator::TooDeeplyNested(const Node& at) const {
+  return ErrorAt(at, "max_nesting exceeded: evaluation nested deeper than " + std::to_string(limits().max_nesting) +
+                         " levels (deep expressions inside recursive macros?)",
+                 StatusCode::kResourceExhausted);
+}
+
+Status Evaluator::Append(const Node& at, std::string* out, const std::string& text) {
+  const bool output = out == output_;
+  const size_t cap = output ? limits().max_output_bytes : limits().max_string_bytes;
+  if (text.size() > cap - std::min(cap, out->size())) {
+    if (!output) return Locate(at, StringTooLong(out->size() + text.size(), limits()));
+    return ErrorAt(at, "max_output_bytes exceeded: the rendered output is longer than " + std::to_string(cap) + " bytes",
+                   StatusCode::kResourceExhausted);
+  }
+  Status st = budget_.ChargeBytes(text.size());
+  if (!st.ok()) return Locate(at, st);
+  out->append(text);
+  return Status::Ok();
+}
+
+Status Evaluator::RefuseNode(const Node& at) {
+  if (nesting_ >= limits().max_nesting) return TooDeeplyNested(at);
+  return Locate(at, budget_.Charge(1));
+}
+
+bool Evaluator::WithinLimits(const Value& v) const {
+  const Limits& l = limits();
+  if (v.depth() > l.max_depth) return false;
+  if (v.is_string()) return v.as_string().size() <= l.max_string_bytes;
+  if (v.is_array()) return v.as_array().size() <= l.max_items;
+  if (v.is_object()) return v.as_object().size() <= l.max_items;
+  return true;
+}
+
+Status Evaluator::CheckValue(const Node& at, const Value& v) const {
+  Status st;
+  if (v.is_string()) {
+    st = budget_.CheckString(v.as_string().size());
+  } else if (v.is_array()) {
+    st = budget_.CheckItems(v.as_array().size());
+  } else if (v.is_object()) {
+    st = budget_.CheckItems(v.as_object().size());
+  }
+  if (st.ok()) st = budget_.CheckDepth(v.depth());
+  return st.ok() ? st : Locate(at, st);
+}
+
 // --- statements ---
 
 Status Evaluator::Run(const Body& body, const EnvPtr& env, std::string* out) {
-  EMBER_RETURN_IF_ERROR(ExecBody(body, env, out));
+  output_ = out;
+  const Status st = ExecBody(body, env, out);
+  if (opts_.stats != nullptr) opts_.stats->steps = budget_.used();
+  EMBER_RETURN_IF_ERROR(st);
   if (flow_ != Flow::kNormal) return InvalidArgument("template error: 'break'/'continue' outside a loop");
   return Status::Ok();
 }
@@ -51,6 +104,8 @@ Status Evaluator::ExecBody(const Body& body, const EnvPtr& env, std::string* out
 }
 
 Status Evaluator::Exec(const Node& node, const EnvPtr& env, std::string* out) {
+  if (nesting_ >= limits().max_nesting || !budget_.TryCharge(1)) return RefuseNode(node);
+  Nesting nesting(this);
   switch (node.kind) {
     case NodeKind::kIf: return ExecIf(static_cast<const If&>(node), env, out);
     case NodeKind::kFor: return ExecFor(static_cast<const For&>(node), env, out);
@@ -65,19 +120,17 @@ Status Evaluator::Exec(const Node& node, const EnvPtr& env, std::string* out) {
   // An expression (template text included): print it unless none/undefined.
   EMBER_ASSIGN_OR_RETURN(Value v, Eval(node, env));
   if (v.is_none() || v.is_undefined()) return Status::Ok();
-  auto s = ToOutputString(v);
+  auto s = ToOutputString(v, limits());
   if (!s.ok()) return Locate(node, s.status());
-  out->append(*s);
-  if (out->size() > opts_.max_output_bytes) {
-    return ErrorAt(node, "rendered output exceeds " + std::to_string(opts_.max_output_bytes) + " bytes",
-                   StatusCode::kResourceExhausted);
-  }
-  return Status::Ok();
+  return Append(node, out, *s);
 }
 
 Status Evaluator::ExecIf(const If& node, const EnvPtr& env, std::string* out) {
-  EMBER_ASSIGN_OR_RETURN(Value cond, Eval(*node.condition, env));
-  return ExecBody(cond.Truthy() ? node.body : node.orelse, env, out);
+  for (const If::Branch& branch : node.branches) {
+    EMBER_ASSIGN_OR_RETURN(Value cond, Eval(*branch.condition, env));
+    if (cond.Truthy()) return ExecBody(branch.body, env, out);
+  }
+  return ExecBody(node.orelse, env, out);
 }
 
 namespace {
@@ -101,13 +154,15 @@ Status BindLoopTargets(const For& node, const Value& item, Env* scope) {
 Value LoopObject(const Array& items, size_t i) {
   const int64_t n = static_cast<int64_t>(items.size()), k = static_cast<int64_t>(i);
   Object loop;
-  loop.items = {
-      {"index", Value::Int(k + 1)},          {"index0", Value::Int(k)},
-      {"revindex", Value::Int(n - k)},       {"revindex0", Value::Int(n - k - 1)},
-      {"first", Value::Bool(k == 0)},        {"last", Value::Bool(k == n - 1)},
-      {"length", Value::Int(n)},             {"previtem", k > 0 ? items[i - 1] : Value()},
-      {"nextitem", k < n - 1 ? items[i + 1] : Value()},
-  };
+  loop.Set("index", Value::Int(k + 1));
+  loop.Set("index0", Value::Int(k));
+  loop.Set("revindex", Value::Int(n - k));
+  loop.Set("revindex0", Value::Int(n - k - 1));
+  loop.Set("first", Value::Bool(k == 0));
+  loop.Set("last", Value::Bool(k == n - 1));
+  loop.Set("length", Value::Int(n));
+  loop.Set("previtem", k > 0 ? items[i - 1] : Value());
+  loop.Set("nextitem", k < n - 1 ? items[i + 1] : Value());
   return Value::MakeObject(std::move(loop));
 }
 
@@ -118,7 +173,8 @@ Status Evaluator::ExecFor(const For& node, const EnvPtr& env, std::string* out) 
   EMBER_ASSIGN_OR_RETURN(Value iterable, Eval(*node.iterable, scope));
   if (iterable.is_object()) {
     Array keys;
-    for (const auto& [k, v] : iterable.as_object().items) keys.push_back(Value::String(k));
+    keys.reserve(iterable.as_object().size());
+    for (const auto& [k, v] : iterable.as_object().items()) keys.push_back(Value::String(k));
     iterable = Value::MakeArray(std::move(keys));
   }
   if (!iterable.is_array()) {
@@ -126,7 +182,9 @@ Status Evaluator::ExecFor(const For& node, const EnvPtr& env, std::string* out) 
   }
   // The `if` filter runs first over every item, so loop.length/last count only the kept items.
   Array items;
+  items.reserve(iterable.as_array().size());
   for (const Value& item : iterable.as_array()) {
+    if (Status st = budget_.Charge(1); !st.ok()) return Locate(node, st);
     if (node.condition) {
       auto probe = std::make_shared<Env>(scope);
       EMBER_RETURN_IF_ERROR(BindLoopTargets(node, item, probe.get()));
@@ -139,6 +197,7 @@ Status Evaluator::ExecFor(const For& node, const EnvPtr& env, std::string* out) 
   }
   bool iterated = false;
   for (size_t i = 0; i < items.size(); ++i) {
+    if (Status st = budget_.Charge(1); !st.ok()) return Locate(node, st);
     scope->Set("loop", LoopObject(items, i));
     EMBER_RETURN_IF_ERROR(BindLoopTargets(node, items[i], scope.get()));
     const size_t mark = out->size();
@@ -221,7 +280,7 @@ Status Evaluator::BindArguments(const std::string& name, const std::vector<Argum
   }
   if (uses_kwargs) {
     Object kw;
-    for (auto& [k, v] : keywords) kw.Set(k, v);
+    for (auto& [k, v] : keywords) kw.Set(k, v);  // keywords are unique (EvalArgs checks)
     scope->Set("kwargs", Value::MakeObject(std::move(kw)));
   } else if (!keywords.empty()) {
     return ErrorAt(at, "macro " + name + " takes no keyword argument '" + keywords[0].first + "'");
@@ -276,10 +335,9 @@ Status Evaluator::ExecCallBlock(const CallBlock& node, const EnvPtr& env, std::s
   call_env->Set("caller", Value::MakeFunction(std::move(caller)));
   EMBER_ASSIGN_OR_RETURN(Value result, CallValue(fn, args, call_env, node));
   if (result.is_none() || result.is_undefined()) return Status::Ok();
-  auto s = ToOutputString(result);
+  auto s = ToOutputString(result, limits());
   if (!s.ok()) return Locate(node, s.status());
-  out->append(*s);
-  return Status::Ok();
+  return Append(node, out, *s);
 }
 
 Status Evaluator::ExecFilterBlock(const FilterBlock& node, const EnvPtr& env, std::string* out) {
@@ -289,15 +347,25 @@ Status Evaluator::ExecFilterBlock(const FilterBlock& node, const EnvPtr& env, st
   auto result = ApplyFilter(*this, *node.filter, Value::String(std::move(body)), env);
   if (!result.ok()) return Locate(*node.filter, result.status());
   if (result->is_none() || result->is_undefined()) return Status::Ok();
-  auto s = ToOutputString(*result);
+  auto s = ToOutputString(*result, limits());
   if (!s.ok()) return Locate(node, s.status());
-  out->append(*s);
-  return Status::Ok();
+  return Append(node, out, *s);
 }
 
 // --- expressions ---
 
+// Every expression passes here, once per nesting level, so it keeps a small frame: the result is
+// returned in place and the error paths are out of line.
 StatusOr<Value> Evaluator::Eval(const Node& node, const EnvPtr& env) {
+  if (nesting_ >= limits().max_nesting || !budget_.TryCharge(1)) return RefuseNode(node);
+  ++nesting_;
+  StatusOr<Value> r = EvalNode(node, env);
+  --nesting_;
+  if (r.ok() && !WithinLimits(*r)) return CheckValue(node, *r);
+  return r;
+}
+
+StatusOr<Value> Evaluator::EvalNode(const Node& node, const EnvPtr& env) {
   switch (node.kind) {
     case NodeKind::kLiteral: return static_cast<const Literal&>(node).value;
     case NodeKind::kIdentifier: {
@@ -358,6 +426,10 @@ StatusOr<Value> Evaluator::EvalObjectLiteral(const ObjectLiteral& node, const En
 
 StatusOr<Value> Evaluator::EvalMember(const Member& node, const EnvPtr& env) {
   EMBER_ASSIGN_OR_RETURN(Value object, Eval(*node.object, env));
+  // Indexing, slicing or measuring a string walks its code points.
+  if (object.is_string()) {
+    if (Status st = budget_.ChargeBytes(object.as_string().size()); !st.ok()) return Locate(node, st);
+  }
   Value property;
   if (node.computed && node.property->kind == NodeKind::kSlice) {
     return EvalSlice(object, static_cast<const Slice&>(*node.property), env);
@@ -382,6 +454,9 @@ StatusOr<Value> Evaluator::EvalSlice(const Value& object, const Slice& node, con
       EMBER_ASSIGN_OR_RETURN(parts[i], Eval(*nodes[i], env));
     }
   }
+  if (object.is_array()) {
+    if (Status st = budget_.Charge(object.as_array().size()); !st.ok()) return Locate(node, st);
+  }
   auto r = SliceValue(object, parts[0], parts[1], parts[2]);
   if (!r.ok()) return Locate(node, r.status());
   return r;
@@ -398,10 +473,12 @@ StatusOr<CallArgs> Evaluator::EvalArgs(const std::vector<Argument>& args, const 
       continue;
     }
     if (!v.is_array()) return ErrorAt(*a.value, std::string("Cannot unpack non-iterable type: ") + v.TypeName());
+    if (Status st = budget_.Charge(v.as_array().size()); !st.ok()) return Locate(*a.value, st);
     for (const Value& item : v.as_array()) out.positional.push_back(item);
   }
+  std::unordered_set<std::string> seen;  // `**` can pass a client-sized dict: no quadratic duplicate scan
   const auto add_keyword = [&](const std::string& k, Value v, const Node& at) -> Status {
-    if (out.Keyword(k)) return ErrorAt(at, "Got multiple values for keyword argument '" + k + "'");
+    if (!seen.insert(k).second) return ErrorAt(at, "Got multiple values for keyword argument '" + k + "'");
     out.keywords.emplace_back(k, std::move(v));
     return Status::Ok();
   };
@@ -413,7 +490,8 @@ StatusOr<CallArgs> Evaluator::EvalArgs(const std::vector<Argument>& args, const 
       continue;
     }
     if (!v.is_object()) return ErrorAt(*a.value, std::string("Argument after ** must be a mapping, not ") + v.TypeName());
-    for (const auto& [k, item] : v.as_object().items) EMBER_RETURN_IF_ERROR(add_keyword(k, item, *a.value));
+    if (Status st = budget_.Charge(v.as_object().size()); !st.ok()) return Locate(*a.value, st);
+    for (const auto& [k, item] : v.as_object().items()) EMBER_RETURN_IF_ERROR(add_keyword(k, item, *a.value));
   }
   return out;
 }
@@ -422,8 +500,9 @@ StatusOr<Value> Evaluator::CallValue(const Value& fn, CallArgs& args, const EnvP
   if (!fn.is_function()) {
     return ErrorAt(at, std::string("Cannot call something that is not a function: got ") + fn.TypeName());
   }
-  if (depth_ >= opts_.max_call_depth) {
-    return ErrorAt(at, "calls nested deeper than " + std::to_string(opts_.max_call_depth), StatusCode::kResourceExhausted);
+  if (depth_ >= limits().max_call_depth) {
+    return ErrorAt(at, "max_call_depth exceeded: calls nested deeper than " + std::to_string(limits().max_call_depth),
+                   StatusCode::kResourceExhausted);
   }
   ++depth_;
   auto r = fn.as_function().call(*this, args, callsite);
@@ -466,13 +545,16 @@ StatusOr<Value> Evaluator::EvalBinary(const Binary& node, const EnvPtr& env) {
   if (node.op == "and") return left.Truthy() ? Eval(*node.right, env) : StatusOr<Value>(left);
   if (node.op == "or") return left.Truthy() ? StatusOr<Value>(left) : Eval(*node.right, env);
   EMBER_ASSIGN_OR_RETURN(Value right, Eval(*node.right, env));
-  auto r = ApplyBinary(node.op, left, right);
+  auto r = ApplyBinary(node.op, left, right, budget_);
   if (!r.ok()) return Locate(node, r.status());
   return r;
 }
 
 StatusOr<Value> Evaluator::EvalTest(const Test& node, const EnvPtr& env) {
   EMBER_ASSIGN_OR_RETURN(Value operand, Eval(*node.operand, env));
+  if (operand.is_string()) {
+    if (Status st = budget_.ChargeBytes(operand.as_string().size()); !st.ok()) return Locate(node, st);
+  }
   auto r = ApplyTest(node.name, operand, nullptr);
   if (!r.ok()) return Locate(node, r.status());
   return Value::Bool(node.negate ? !*r : *r);

@@ -65,9 +65,17 @@ bool JsParseFloat(const std::string& raw, double* out) {
   return true;
 }
 
-Value Indent(const std::string& s, int64_t width, bool first, bool blank) {
+StatusOr<Value> Indent(const std::string& s, int64_t width, bool first, bool blank, Budget& budget) {
+  // The output is at most the input plus one pad per line: check that before building a pad.
+  const uint64_t lines = 1 + static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n'));
+  const uint64_t w = static_cast<uint64_t>(std::max<int64_t>(width, 0));
+  const uint64_t cap = budget.limits().max_string_bytes;
+  if (w > cap || lines * w > cap - std::min<uint64_t>(cap, s.size())) {
+    return StringTooLong(w > cap ? w : s.size() + lines * w, budget.limits());
+  }
+  EMBER_RETURN_IF_ERROR(budget.ChargeBytes(s.size() + lines * w));
   std::string out, line;
-  const std::string pad(static_cast<size_t>(std::max<int64_t>(width, 0)), ' ');
+  const std::string pad(static_cast<size_t>(w), ' ');
   size_t start = 0;
   for (int i = 0;; ++i) {
     const size_t nl = s.find('\n', start);
@@ -112,7 +120,7 @@ Value ArgOr(const CallArgs& a, size_t i, const char* name, Value fallback) {
   return fallback;
 }
 
-StatusOr<Value> Sort(const Array& items, const CallArgs& args) {
+StatusOr<Value> Sort(const Array& items, const CallArgs& args, Budget& budget) {
   const Value reverse = ArgOr(args, 0, "reverse", Value::Bool(false));
   const Value case_sensitive = ArgOr(args, 1, "case_sensitive", Value::Bool(false));
   const Value attribute = ArgOr(args, 2, "attribute", Value::None());
@@ -125,6 +133,10 @@ StatusOr<Value> Sort(const Array& items, const CallArgs& args) {
     if (attribute.is_none()) return v;
     return AttributePath(v, attribute.is_int() ? std::to_string(attribute.as_int()) : attribute.as_string());
   };
+  Array keys;
+  keys.reserve(items.size());
+  for (const Value& v : items) keys.push_back(key(v));
+  EMBER_RETURN_IF_ERROR(ChargeSort(keys, budget));
   Array out = items;
   Status error;
   std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) {
@@ -139,28 +151,63 @@ StatusOr<Value> Sort(const Array& items, const CallArgs& args) {
   return Value::MakeArray(std::move(out));
 }
 
-StatusOr<Value> PlainArrayFilter(const std::string& name, const Value& v) {
+// Joins string forms with `sep`, checking the size as it grows (1M items x a long separator would be
+// terabytes).
+StatusOr<Value> JoinValues(const Array& items, const std::string& sep, Budget& budget) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    EMBER_ASSIGN_OR_RETURN(std::string part, ToJoinString(items[i], budget.limits()));
+    const size_t add = part.size() + (i > 0 ? sep.size() : 0);
+    EMBER_RETURN_IF_ERROR(budget.CheckString(out.size() + add));
+    EMBER_RETURN_IF_ERROR(budget.ChargeBytes(add));
+    if (i > 0) out += sep;
+    out += part;
+  }
+  return Value::String(std::move(out));
+}
+
+// `'abc' | join(sep)`: the code points joined.
+StatusOr<Value> JoinCodePoints(const std::string& s, const std::string& sep, Budget& budget) {
+  std::string out;
+  for (size_t pos = 0; pos < s.size();) {
+    const size_t start = pos;
+    NextCodePoint(s, &pos);
+    const size_t add = pos - start + (start > 0 ? sep.size() : 0);
+    EMBER_RETURN_IF_ERROR(budget.CheckString(out.size() + add));
+    EMBER_RETURN_IF_ERROR(budget.ChargeBytes(add));
+    if (start > 0) out += sep;
+    out.append(s, start, pos - start);
+  }
+  return Value::String(std::move(out));
+}
+
+// A JSON text as a string value; its length was bounded while writing, its bytes are charged here.
+StatusOr<Value> JsonString(const Value& v, const JsonOptions& opts, Budget& budget) {
+  EMBER_ASSIGN_OR_RETURN(std::string s, ToJson(v, opts, budget.limits()));
+  EMBER_RETURN_IF_ERROR(budget.ChargeBytes(s.size()));
+  return Value::String(std::move(s));
+}
+
+StatusOr<Value> PlainArrayFilter(const std::string& name, const Value& v, Budget& budget) {
   const Array& a = v.as_array();
   if (name == "list") return v;
   if (name == "first") return a.empty() ? Value() : a.front();
   if (name == "last") return a.empty() ? Value() : a.back();
   if (name == "length") return Value::Int(static_cast<int64_t>(a.size()));
   if (name == "reverse") return Value::MakeArray(Array(a.rbegin(), a.rend()));
-  if (name == "sort") return Sort(a, CallArgs{});
-  if (name == "join") {
-    std::string out;
-    for (const Value& x : a) out += ToJoinString(x);
-    return Value::String(std::move(out));
-  }
+  if (name == "sort") return Sort(a, CallArgs{}, budget);
+  if (name == "join") return JoinValues(a, "", budget);
   if (name == "string") {
     JsonOptions opts;
     opts.undefined_as_null = false;
-    EMBER_ASSIGN_OR_RETURN(std::string s, ToJson(v, opts));
-    return Value::String(std::move(s));
+    return JsonString(v, opts, budget);
   }
   if (name == "unique") {
+    // Strict equality has no hash order over mixed values: n^2 / 2 comparisons, charged as they happen.
     Array out;
     for (const Value& x : a) {
+      const uint64_t per = 1 + (x.is_string() ? x.as_string().size() / kBytesPerStep : 0);
+      EMBER_RETURN_IF_ERROR(budget.Charge(out.size() * per));
       if (std::none_of(out.begin(), out.end(), [&](const Value& y) { return StrictEquals(x, y); })) out.push_back(x);
     }
     return Value::MakeArray(std::move(out));
@@ -173,14 +220,14 @@ StatusOr<Value> PlainArrayFilter(const std::string& name, const Value& v) {
   return Unknown("ArrayValue", name);
 }
 
-StatusOr<Value> PlainStringFilter(const std::string& name, const std::string& s) {
+StatusOr<Value> PlainStringFilter(const std::string& name, const std::string& s, Budget& budget) {
   if (name == "length") return Value::Int(Utf16Length(s));
   if (name == "upper") return Value::String(AsciiUpper(s));
   if (name == "lower") return Value::String(AsciiLower(s));
   if (name == "title") return Value::String(JsTitle(s));
   if (name == "capitalize") return Value::String(AsciiUpper(s.substr(0, 1)) + s.substr(std::min<size_t>(1, s.size())));
   if (name == "trim") return Value::String(JsTrim(s));
-  if (name == "indent") return Indent(s, 4, false, false);
+  if (name == "indent") return Indent(s, 4, false, false, budget);
   if (name == "join" || name == "string") return Value::String(s);
   if (name == "int") {
     int64_t i = 0;
@@ -193,28 +240,46 @@ StatusOr<Value> PlainStringFilter(const std::string& name, const std::string& s)
   return Unknown("StringValue", name);
 }
 
-StatusOr<Value> PlainFilter(const std::string& name, const Value& v) {
+// Every filter reads its whole operand except these (O(1) on any operand).
+bool ConstantTime(const std::string& name, const Value& v) {
+  if (name == "length") return !v.is_string();
+  return name == "first" || name == "last" || name == "list" || name == "safe" || name == "default" ||
+         name == "abs" || name == "bool";
+}
+
+// The generic cost of a filter: one step per item, or per kBytesPerStep bytes of a string.
+Status ChargeOperand(const std::string& name, const Value& v, Budget& budget) {
+  if (ConstantTime(name, v)) return Status::Ok();
+  if (v.is_array()) return budget.Charge(v.as_array().size());
+  if (v.is_object()) return budget.Charge(v.as_object().size());
+  if (v.is_string()) return budget.ChargeBytes(v.as_string().size());
+  return Status::Ok();
+}
+
+StatusOr<Value> PlainFilter(const std::string& name, const Value& v, Budget& budget) {
+  EMBER_RETURN_IF_ERROR(ChargeOperand(name, v, budget));
   if (name == "safe") return v;
-  if (name == "tojson") {
-    EMBER_ASSIGN_OR_RETURN(std::string s, ToJson(v, JsonOptions{}));
-    return Value::String(std::move(s));
-  }
-  if (v.is_array()) return PlainArrayFilter(name, v);
-  if (v.is_string()) return PlainStringFilter(name, v.as_string());
+  if (name == "tojson") return JsonString(v, JsonOptions{}, budget);
+  if (v.is_array()) return PlainArrayFilter(name, v, budget);
+  if (v.is_string()) return PlainStringFilter(name, v.as_string(), budget);
   if (v.is_number()) {
     if (name == "abs") return v.is_int() ? Value::Int(std::llabs(v.as_int())) : Value::Float(std::fabs(v.as_float()));
     if (name == "int") return v.is_int() ? v : Value::Int(static_cast<int64_t>(std::floor(v.as_float())));
     if (name == "float") return Value::Float(v.as_number());
-    if (name == "string") return Value::String(*ToOutputString(v));
+    if (name == "string") {
+      EMBER_ASSIGN_OR_RETURN(std::string s, ToOutputString(v, budget.limits()));
+      return Value::String(std::move(s));
+    }
     return Unknown("NumericValue", name);
   }
   if (v.is_object()) {
     if (name == "items") return DictItems(v);
-    if (name == "length") return Value::Int(static_cast<int64_t>(v.as_object().items.size()));
+    if (name == "length") return Value::Int(static_cast<int64_t>(v.as_object().size()));
     if (name == "keys" || name == "values" || name == "dictsort") {
-      if (name == "dictsort") return DictSort(v, CallArgs{});
+      if (name == "dictsort") return DictSort(v, CallArgs{}, budget);
       Array out;
-      for (const auto& [k, x] : v.as_object().items) out.push_back(name == "keys" ? Value::String(k) : x);
+      out.reserve(v.as_object().size());
+      for (const auto& [k, x] : v.as_object().items()) out.push_back(name == "keys" ? Value::String(k) : x);
       return Value::MakeArray(std::move(out));
     }
     return Unknown("ObjectValue", name);
@@ -229,7 +294,7 @@ StatusOr<Value> PlainFilter(const std::string& name, const Value& v) {
   return CannotApply(name, v);
 }
 
-StatusOr<Value> ToJsonFilter(const Value& v, const CallArgs& args) {
+StatusOr<Value> ToJsonFilter(const Value& v, const CallArgs& args, Budget& budget) {
   JsonOptions opts;
   const Value* indent = args.Keyword("indent");
   if (indent && !indent->is_int() && !indent->is_none()) return InvalidArgument("If set, indent must be a number");
@@ -250,26 +315,15 @@ StatusOr<Value> ToJsonFilter(const Value& v, const CallArgs& args) {
     }
     opts.separators = std::make_pair(seps->as_array()[0].as_string(), seps->as_array()[1].as_string());
   }
-  EMBER_ASSIGN_OR_RETURN(std::string s, ToJson(v, opts));
-  return Value::String(std::move(s));
+  return JsonString(v, opts, budget);
 }
 
-StatusOr<Value> JoinFilter(const Value& v, const CallArgs& args) {
+StatusOr<Value> JoinFilter(const Value& v, const CallArgs& args, Budget& budget) {
   if (!v.is_string() && !v.is_array()) return CannotApply("join", v);
   const Value sep = ArgOr(args, 0, "separator", Value::String(""));
   if (!sep.is_string()) return InvalidArgument("separator must be a string");
-  std::vector<std::string> parts;
-  if (v.is_string()) {
-    parts = SplitCodePoints(v.as_string());
-  } else {
-    for (const Value& x : v.as_array()) parts.push_back(ToJoinString(x));
-  }
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += sep.as_string();
-    out += parts[i];
-  }
-  return Value::String(std::move(out));
+  if (v.is_string()) return JoinCodePoints(v.as_string(), sep.as_string(), budget);
+  return JoinValues(v.as_array(), sep.as_string(), budget);
 }
 
 StatusOr<Value> NumberFilter(const std::string& name, const Value& v, const CallArgs& args) {
@@ -289,7 +343,7 @@ StatusOr<Value> NumberFilter(const std::string& name, const Value& v, const Call
 }
 
 // selectattr / rejectattr: keep items whose attribute passes the test (truthiness by default).
-StatusOr<Value> SelectAttr(const Filter& f, const Value& v, const CallArgs& args) {
+StatusOr<Value> SelectAttr(const Filter& f, const Value& v, const CallArgs& args, Budget& budget) {
   const bool select = f.name == "selectattr";
   for (const Value& item : v.as_array()) {
     if (!item.has_attributes()) return InvalidArgument("`" + f.name + "` can only be applied to array of objects");
@@ -307,6 +361,7 @@ StatusOr<Value> SelectAttr(const Filter& f, const Value& v, const CallArgs& args
   for (const Value& item : v.as_array()) {
     const Value* a = item.as_object().Find(attr);
     bool pass = false;
+    if (a && test && a->is_string()) EMBER_RETURN_IF_ERROR(budget.ChargeBytes(a->as_string().size()));
     if (a && test) {
       EMBER_ASSIGN_OR_RETURN(pass, ApplyTest(test->as_string(), *a, test_arg));
     } else if (a) {
@@ -318,7 +373,7 @@ StatusOr<Value> SelectAttr(const Filter& f, const Value& v, const CallArgs& args
 }
 
 // map(attribute="x", default=...) as in the reference; map("filter") as in Python Jinja.
-StatusOr<Value> MapFilter(const Value& v, const CallArgs& args) {
+StatusOr<Value> MapFilter(const Value& v, const CallArgs& args, Budget& budget) {
   Array out;
   if (const Value* attr = args.Keyword("attribute")) {
     if (!attr->is_string()) return InvalidArgument("attribute must be a string");
@@ -333,19 +388,20 @@ StatusOr<Value> MapFilter(const Value& v, const CallArgs& args) {
   const Value* name = Pos(args, 0);
   if (!name || !name->is_string()) return InvalidArgument("map needs attribute= or a filter name");
   for (const Value& item : v.as_array()) {
-    EMBER_ASSIGN_OR_RETURN(Value x, PlainFilter(name->as_string(), item));
+    EMBER_ASSIGN_OR_RETURN(Value x, PlainFilter(name->as_string(), item, budget));
     out.push_back(std::move(x));
   }
   return Value::MakeArray(std::move(out));
 }
 
 // select("test") / reject("test"), as in Python Jinja (the reference has no select/reject).
-StatusOr<Value> SelectFilter(const std::string& name, const Value& v, const CallArgs& args) {
+StatusOr<Value> SelectFilter(const std::string& name, const Value& v, const CallArgs& args, Budget& budget) {
   const Value* test = Pos(args, 0);
   if (test && !test->is_string()) return InvalidArgument(name + " expects a test name");
   Array out;
   for (const Value& item : v.as_array()) {
     bool pass = item.Truthy();
+    if (test && item.is_string()) EMBER_RETURN_IF_ERROR(budget.ChargeBytes(item.as_string().size()));
     if (test) {
       EMBER_ASSIGN_OR_RETURN(pass, ApplyTest(test->as_string(), item, Pos(args, 1)));
     }
@@ -357,8 +413,10 @@ StatusOr<Value> SelectFilter(const std::string& name, const Value& v, const Call
 StatusOr<Value> CallFilter(Evaluator& ev, const Filter& f, const Value& v, CallArgs& args,
                            const std::shared_ptr<Env>& env) {
   const std::string& name = f.name;
-  if (name == "tojson") return ToJsonFilter(v, args);
-  if (name == "join") return JoinFilter(v, args);
+  Budget& budget = ev.budget();
+  EMBER_RETURN_IF_ERROR(ChargeOperand(name, v, budget));
+  if (name == "tojson") return ToJsonFilter(v, args, budget);
+  if (name == "join") return JoinFilter(v, args, budget);
   if (name == "int" || name == "float") return NumberFilter(name, v, args);
   if (name == "default") {
     const Value fallback = args.positional.empty() ? Value::String("") : args.positional[0];
@@ -367,10 +425,10 @@ StatusOr<Value> CallFilter(Evaluator& ev, const Filter& f, const Value& v, CallA
     return v.is_undefined() || (boolean.as_bool() && !v.Truthy()) ? fallback : v;
   }
   if (v.is_array()) {
-    if (name == "sort") return Sort(v.as_array(), args);
-    if (name == "selectattr" || name == "rejectattr") return SelectAttr(f, v, args);
-    if (name == "map") return MapFilter(v, args);
-    if (name == "select" || name == "reject") return SelectFilter(name, v, args);
+    if (name == "sort") return Sort(v.as_array(), args, budget);
+    if (name == "selectattr" || name == "rejectattr") return SelectAttr(f, v, args, budget);
+    if (name == "map") return MapFilter(v, args, budget);
+    if (name == "select" || name == "reject") return SelectFilter(name, v, args, budget);
     return Unknown("ArrayValue", name);
   }
   if (v.is_string()) {
@@ -379,9 +437,9 @@ StatusOr<Value> CallFilter(Evaluator& ev, const Filter& f, const Value& v, CallA
       if (!width.is_int()) return InvalidArgument("width must be a number");
       const bool first = ArgOr(args, 1, "first", Value::Bool(false)).Truthy();
       const bool blank = ArgOr(args, 2, "blank", Value::Bool(false)).Truthy();
-      return Indent(v.as_string(), width.as_int(), first, blank);
+      return Indent(v.as_string(), width.as_int(), first, blank, budget);
     }
-    if (name == "replace") return StringReplace(v.as_string(), args);
+    if (name == "replace") return StringReplace(v.as_string(), args, budget);
     return Unknown("StringValue", name);
   }
   if (v.is_object()) {
@@ -395,7 +453,7 @@ StatusOr<Value> CallFilter(Evaluator& ev, const Filter& f, const Value& v, CallA
 }  // namespace
 
 StatusOr<Value> ApplyFilter(Evaluator& ev, const Filter& filter, const Value& operand, const std::shared_ptr<Env>& env) {
-  if (!filter.has_call) return PlainFilter(filter.name, operand);
+  if (!filter.has_call) return PlainFilter(filter.name, operand, ev.budget());
   EMBER_ASSIGN_OR_RETURN(CallArgs args, ev.EvalArgs(filter.args, env));
   return CallFilter(ev, filter, operand, args, env);
 }

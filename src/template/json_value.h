@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "template/limits.h"
 #include "template/value.h"
 #include "util/status.h"
 
@@ -15,8 +16,10 @@ namespace ember::jinja {
 
 // Converts a JSON document to a template value the way the reference renderer sees a JS object built by
 // JSON.parse: integral numbers become integers (1.0 -> 1); object keys that are array indices ("0",
-// "12") come first in ascending order, the rest keep their order (JS property order).
-Value FromJson(const nlohmann::ordered_json& j);
+// "12") come first in ascending order, the rest keep their order (JS property order). Documents nested
+// deeper than limits.max_depth (arrays/objects in each other; a scalar is depth 0) or with a container
+// longer than limits.max_items are refused: the JSON may be request data.
+StatusOr<Value> FromJson(const nlohmann::ordered_json& j, const Limits& limits);
 
 struct JsonOptions {
   int indent = 0;              // 0 = single line; like the reference, indent=0 also means single line
@@ -27,7 +30,9 @@ struct JsonOptions {
 };
 
 // json.dumps-style text: ", " and ": " separators by default ("," and ": " with an indent).
-// Errors for values JSON cannot hold (functions, tuples, as in the reference).
-StatusOr<std::string> ToJson(const Value& v, const JsonOptions& opts);
+// Errors for values JSON cannot hold (functions, tuples, as in the reference), for a namespace that
+// contains itself, for nesting deeper than limits.max_depth and for text longer than
+// limits.max_string_bytes (shared sublists can make the text exponentially longer than the value).
+StatusOr<std::string> ToJson(const Value& v, const JsonOptions& opts, const Limits& limits);
 
 }  // namespace ember::jinja

@@ -3,6 +3,7 @@
 // lists and strings takes negative indices from the end; `.length` is a property, not a method.
 #pragma once
 
+#include "template/limits.h"
 #include "template/value.h"
 #include "util/status.h"
 
@@ -19,13 +20,15 @@ Value DictMethod(const Value& obj, const std::string& name);
 
 // The dict methods, shared with the filters of the same names (`d | items`, `d | dictsort`).
 Value DictItems(const Value& obj);
-StatusOr<Value> DictSort(const Value& obj, const CallArgs& args);
+StatusOr<Value> DictSort(const Value& obj, const CallArgs& args, Budget& budget);
 
 // String methods shared with filters.
-StatusOr<Value> StringReplace(const std::string& s, const CallArgs& args);
+StatusOr<Value> StringReplace(const std::string& s, const CallArgs& args, Budget& budget);
 
 // Orders two values for sort/dictsort: numbers (and booleans) with numbers, strings with strings
 // (case-insensitively unless asked), none with none; anything else is an error.
 StatusOr<int> CompareValues(const Value& a, const Value& b, bool case_sensitive);
+// Charges what sorting values with these keys costs: n log n comparisons of up to the longest string.
+Status ChargeSort(const Array& keys, Budget& budget);
 
 }  // namespace ember::jinja

@@ -1,6 +1,7 @@
 // Binary operators with the reference renderer's type rules: arithmetic only between numbers, `+` also
 // concatenates lists and (when either side is a string) strings, `~` always concatenates, comparisons
 // other than ==/!= only between numbers, `in` over lists, strings and dict keys.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -62,18 +63,48 @@ StatusOr<Value> Numeric(const std::string& op, const Value& l, const Value& r) {
   return Value();
 }
 
-bool Contains(const Array& haystack, const Value& needle) {
+// `needle in haystack`, charged up front: one step per item, plus the bytes of a string needle per item
+// (every item may be an equally long string sharing all but its last byte).
+StatusOr<bool> Contains(const Array& haystack, const Value& needle, Budget& budget) {
+  const uint64_t per_item = 1 + (needle.is_string() ? needle.as_string().size() / kBytesPerStep : 0);
+  EMBER_RETURN_IF_ERROR(budget.Charge(haystack.size() * per_item));
   for (const Value& v : haystack) {
     if (StrictEquals(v, needle)) return true;
   }
   return false;
 }
 
+// `~`, and `+` with a string operand: both sides' string forms, size-checked before joining.
+StatusOr<Value> Concat(const Value& l, const Value& r, Budget& budget) {
+  const Limits& limits = budget.limits();
+  std::string out;
+  if (l.is_string()) {
+    out = l.as_string();
+  } else {
+    EMBER_ASSIGN_OR_RETURN(out, ToConcatString(l, limits));
+  }
+  if (r.is_string()) {
+    EMBER_RETURN_IF_ERROR(budget.CheckString(out.size() + r.as_string().size()));
+    out += r.as_string();
+  } else {
+    EMBER_ASSIGN_OR_RETURN(std::string rs, ToConcatString(r, limits));
+    EMBER_RETURN_IF_ERROR(budget.CheckString(out.size() + rs.size()));
+    out += rs;
+  }
+  EMBER_RETURN_IF_ERROR(budget.ChargeBytes(out.size()));
+  return Value::String(std::move(out));
+}
+
 }  // namespace
 
-StatusOr<Value> ApplyBinary(const std::string& op, const Value& l, const Value& r) {
-  if (op == "==") return Value::Bool(LooseEquals(l, r));
-  if (op == "!=") return Value::Bool(!LooseEquals(l, r));
+StatusOr<Value> ApplyBinary(const std::string& op, const Value& l, const Value& r, Budget& budget) {
+  if (op == "==" || op == "!=") {
+    if (l.is_string() && r.is_string()) {
+      EMBER_RETURN_IF_ERROR(budget.ChargeBytes(std::min(l.as_string().size(), r.as_string().size())));
+    }
+    EMBER_ASSIGN_OR_RETURN(bool eq, LooseEquals(l, r, budget.limits()));
+    return Value::Bool(eq == (op == "=="));
+  }
   const bool membership = op == "in" || op == "not in";
   if (l.is_undefined() || r.is_undefined()) {
     // `x in undefined` is false (and `not in` true); every other use of undefined is an error.
@@ -81,26 +112,32 @@ StatusOr<Value> ApplyBinary(const std::string& op, const Value& l, const Value& 
     return InvalidArgument("Cannot perform operation " + op + " on undefined values");
   }
   if (l.is_none() || r.is_none()) return InvalidArgument("Cannot perform operation " + op + " on null values");
-  if (op == "~") return Value::String(ToConcatString(l) + ToConcatString(r));
+  if (op == "~") return Concat(l, r, budget);
   if (op == "**" && NumericLike(l) && NumericLike(r)) return Power(l, r);
   if (l.is_number() && r.is_number()) {
     EMBER_ASSIGN_OR_RETURN(Value v, Numeric(op, l, r));
     if (!v.is_undefined()) return v;
   } else if (l.is_array() && r.is_array() && op == "+") {
-    Array joined = l.as_array();
+    const size_t n = l.as_array().size() + r.as_array().size();
+    EMBER_RETURN_IF_ERROR(budget.CheckItems(n));
+    EMBER_RETURN_IF_ERROR(budget.Charge(n));
+    Array joined;
+    joined.reserve(n);
+    joined.insert(joined.end(), l.as_array().begin(), l.as_array().end());
     joined.insert(joined.end(), r.as_array().begin(), r.as_array().end());
     return Value::MakeArray(std::move(joined));
   } else if (r.is_array() && !l.is_array() && membership) {
     // (a list inside a list is not searched: the reference rejects `[1] in [[1]]`)
-    return Value::Bool(Contains(r.as_array(), l) == (op == "in"));
+    EMBER_ASSIGN_OR_RETURN(bool found, Contains(r.as_array(), l, budget));
+    return Value::Bool(found == (op == "in"));
   }
-  if (op == "+" && (l.is_string() || r.is_string())) {
-    return Value::String(ToConcatString(l) + ToConcatString(r));
-  }
+  if (op == "+" && (l.is_string() || r.is_string())) return Concat(l, r, budget);
   if (l.is_string() && r.is_string() && membership) {
+    EMBER_RETURN_IF_ERROR(budget.ChargeSearch(r.as_string().size(), l.as_string().size()));
     return Value::Bool((r.as_string().find(l.as_string()) != std::string::npos) == (op == "in"));
   }
   if (l.is_string() && r.is_object() && membership) {
+    EMBER_RETURN_IF_ERROR(budget.ChargeBytes(l.as_string().size()));
     return Value::Bool((r.as_object().Find(l.as_string()) != nullptr) == (op == "in"));
   }
   return InvalidArgument("Unknown operator \"" + op + "\" between " + l.TypeName() + " and " + r.TypeName());

@@ -11,9 +11,12 @@ namespace {
 
 using TT = TokenType;
 
-// Nesting deeper than this (brackets, `not not ...`, blocks in blocks) is rejected so a hostile template
-// cannot overflow the stack of the recursive-descent parser or of the evaluator that walks the tree.
+// Nesting deeper than kMaxNesting (brackets, `not not ...`, blocks in blocks) is rejected, and so is a
+// tree deeper than kMaxTreeDepth (nesting plus operator and member chains, whose trees are as deep as
+// they are long: `a + b + c` is two deep), so a hostile template cannot overflow the stack of the
+// recursive-descent parser, of the evaluator that walks the tree, or of the tree's destructor.
 constexpr int kMaxNesting = 200;
+constexpr int kMaxTreeDepth = 1000;
 
 class Parser {
  public:
@@ -105,20 +108,30 @@ class Parser {
   StatusOr<NodePtr> ParseNumber(const Token& t);
 
   // Left-associative chains (`a + b + c ...`, `x.y.z...`, `x | f | g ...`) build trees as deep as they
-  // are long; cap them like nesting.
-  Status Chain(int* n) const { return ++*n > 5 * kMaxNesting ? Error("expression too long") : Status::Ok(); }
+  // are long: each link counts toward the tree depth until the chain's parse returns.
+  struct Chain {
+    explicit Chain(Parser* p) : p(p) {}
+    ~Chain() { p->tree_ -= links; }
+    Status Next() {
+      ++links;
+      return ++p->tree_ > kMaxTreeDepth ? p->Error("expression too long") : Status::Ok();
+    }
+    Parser* p;
+    int links = 0;
+  };
 
   // RAII nesting counter for the recursive entry points.
   struct Nest {
-    explicit Nest(Parser* p) : p(p) { ++p->depth_; }
-    ~Nest() { --p->depth_; }
-    bool too_deep() const { return p->depth_ > kMaxNesting; }
+    explicit Nest(Parser* p) : p(p) { ++p->depth_; ++p->tree_; }
+    ~Nest() { --p->depth_; --p->tree_; }
+    bool too_deep() const { return p->depth_ > kMaxNesting || p->tree_ > kMaxTreeDepth; }
     Parser* p;
   };
 
   const std::vector<Token>& toks_;
   size_t pos_ = 0;
-  int depth_ = 0;
+  int depth_ = 0;  // open Nest levels
+  int tree_ = 0;   // open Nest levels plus open chain links
   // Macro / call-block bodies being parsed: records loads of `varargs` / `kwargs`.
   std::vector<std::pair<bool, bool>> special_args_;
 };
@@ -186,18 +199,19 @@ StatusOr<NodePtr> Parser::ParseSet(int line, int col) {
   return NodePtr(std::move(set));
 }
 
-// After `{% if` / `{% elif`; stops before `{% endif`.
+// After `{% if`; stops before `{% endif`.
 StatusOr<NodePtr> Parser::ParseIf(int line, int col) {
   auto node = std::make_unique<If>(line, col);
-  EMBER_ASSIGN_OR_RETURN(node->condition, ParseExpression());
-  EMBER_RETURN_IF_ERROR(Expect(TT::kCloseStatement, "'%}'"));
-  EMBER_ASSIGN_OR_RETURN(node->body, ParseBodyUntil({"elif", "else", "endif"}, "if"));
-  if (IsStatement({"elif"})) {
-    const int l = Cur().line, c = Cur().column;
+  while (true) {
+    If::Branch branch;
+    EMBER_ASSIGN_OR_RETURN(branch.condition, ParseExpression());
+    EMBER_RETURN_IF_ERROR(Expect(TT::kCloseStatement, "'%}'"));
+    EMBER_ASSIGN_OR_RETURN(branch.body, ParseBodyUntil({"elif", "else", "endif"}, "if"));
+    node->branches.push_back(std::move(branch));
+    if (!IsStatement({"elif"})) break;
     pos_ += 2;
-    EMBER_ASSIGN_OR_RETURN(NodePtr nested, ParseIf(l, c));
-    node->orelse.push_back(std::move(nested));
-  } else if (IsStatement({"else"})) {
+  }
+  if (IsStatement({"else"})) {
     pos_ += 2;
     EMBER_RETURN_IF_ERROR(Expect(TT::kCloseStatement, "'%}'"));
     EMBER_ASSIGN_OR_RETURN(node->orelse, ParseBodyUntil({"endif"}, "if"));
@@ -329,9 +343,9 @@ StatusOr<NodePtr> Parser::ParseSequence(bool primary_only) {
 
 StatusOr<NodePtr> Parser::ParseOr() {
   EMBER_ASSIGN_OR_RETURN(NodePtr left, ParseAnd());
-  int chain = 0;
+  Chain chain(this);
   while (IsIdent("or")) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     auto b = std::make_unique<Binary>(Cur().line, Cur().column, "or");
     ++pos_;
     b->left = std::move(left);
@@ -343,9 +357,9 @@ StatusOr<NodePtr> Parser::ParseOr() {
 
 StatusOr<NodePtr> Parser::ParseAnd() {
   EMBER_ASSIGN_OR_RETURN(NodePtr left, ParseNot());
-  int chain = 0;
+  Chain chain(this);
   while (IsIdent("and")) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     auto b = std::make_unique<Binary>(Cur().line, Cur().column, "and");
     ++pos_;
     b->left = std::move(left);
@@ -367,9 +381,9 @@ StatusOr<NodePtr> Parser::ParseNot() {
 
 StatusOr<NodePtr> Parser::ParseComparison() {
   EMBER_ASSIGN_OR_RETURN(NodePtr left, ParseAdditive());
-  int chain = 0;
+  Chain chain(this);
   while (true) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     std::string op;
     const int line = Cur().line, col = Cur().column;
     if (IsIdent("not") && IsIdent("in", 1)) {
@@ -390,9 +404,9 @@ StatusOr<NodePtr> Parser::ParseComparison() {
 
 StatusOr<NodePtr> Parser::ParseAdditive() {
   EMBER_ASSIGN_OR_RETURN(NodePtr left, ParseMultiplicative());
-  int chain = 0;
+  Chain chain(this);
   while (Is(TT::kAdditive)) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     auto b = std::make_unique<Binary>(Cur().line, Cur().column, Cur().value);
     ++pos_;
     b->left = std::move(left);
@@ -404,9 +418,9 @@ StatusOr<NodePtr> Parser::ParseAdditive() {
 
 StatusOr<NodePtr> Parser::ParseMultiplicative() {
   EMBER_ASSIGN_OR_RETURN(NodePtr left, ParsePower());
-  int chain = 0;
+  Chain chain(this);
   while (Is(TT::kMultiplicative)) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     auto b = std::make_unique<Binary>(Cur().line, Cur().column, Cur().value);
     ++pos_;
     b->left = std::move(left);
@@ -418,9 +432,9 @@ StatusOr<NodePtr> Parser::ParseMultiplicative() {
 
 StatusOr<NodePtr> Parser::ParsePower() {
   EMBER_ASSIGN_OR_RETURN(NodePtr left, ParseTest());
-  int chain = 0;
+  Chain chain(this);
   while (Is(TT::kPower)) {  // left-associative, as in Jinja
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     auto b = std::make_unique<Binary>(Cur().line, Cur().column, "**");
     ++pos_;
     b->left = std::move(left);
@@ -432,9 +446,9 @@ StatusOr<NodePtr> Parser::ParsePower() {
 
 StatusOr<NodePtr> Parser::ParseTest() {
   EMBER_ASSIGN_OR_RETURN(NodePtr operand, ParseFilterExpr());
-  int chain = 0;
+  Chain chain(this);
   while (IsIdent("is")) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     auto t = std::make_unique<Test>(Cur().line, Cur().column);
     ++pos_;
     if (IsIdent("not")) {
@@ -453,9 +467,9 @@ StatusOr<NodePtr> Parser::ParseTest() {
 
 StatusOr<NodePtr> Parser::ParseFilterExpr() {
   EMBER_ASSIGN_OR_RETURN(NodePtr operand, ParseUnarySign());
-  int chain = 0;
+  Chain chain(this);
   while (Is(TT::kPipe)) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     ++pos_;
     EMBER_ASSIGN_OR_RETURN(operand, ParseFilterTail(std::move(operand)));
   }
@@ -507,9 +521,9 @@ StatusOr<NodePtr> Parser::ParseCallTail(NodePtr callee) {
 }
 
 StatusOr<NodePtr> Parser::ParseMemberTail(NodePtr object) {
-  int chain = 0;
+  Chain chain(this);
   while (Is(TT::kDot) || Is(TT::kOpenBracket)) {
-    EMBER_RETURN_IF_ERROR(Chain(&chain));
+    EMBER_RETURN_IF_ERROR(chain.Next());
     auto m = std::make_unique<Member>(Cur().line, Cur().column);
     m->computed = Is(TT::kOpenBracket);
     ++pos_;

@@ -11,7 +11,9 @@
 // Errors: Parse fails with InvalidArgument ("template syntax error at line L, column C: ...") or
 // Unimplemented for syntax ember does not support; Render fails with InvalidArgument for type errors
 // and raise_exception() ("template error at line L, column C: raise_exception: ..."), Unimplemented
-// for unknown filters/tests, ResourceExhausted for runaway output or recursion. Nothing throws.
+// for unknown filters/tests, ResourceExhausted when a limit of opts.limits is hit (the message names it:
+// "max_steps exceeded: ..."; see template/limits.h). Nothing throws, and no template or context can
+// hang, exhaust memory or overflow the stack.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -2,8 +2,9 @@
 // stack and llama.cpp's parity checks use), not Python Jinja, wherever the two differ: e.g. `{{ true }}`
 // prints "true", `==` is JavaScript loose equality, lists and dicts compare by identity.
 //
-// Lists and dicts are shared by reference (a template can only build new ones, never mutate them);
-// namespaces are the one mutable container (`{% set ns.x = 1 %}`). A Value is cheap to copy.
+// Strings, lists and dicts are shared by reference (a template can only build new ones, never mutate
+// them); namespaces are the one mutable container (`{% set ns.x = 1 %}`), so only a namespace can end up
+// containing itself. A Value is cheap to copy.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "template/limits.h"
 #include "util/status.h"
 
 namespace ember::jinja {
@@ -24,12 +27,28 @@ struct Env;
 
 using Array = std::vector<Value>;
 
-// Insertion-ordered mapping (dict iteration and tojson order must match JS Map order).
-struct Object {
-  std::vector<std::pair<std::string, Value>> items;
+// Insertion-ordered mapping (dict iteration and tojson order must match JS Map order). Large ones keep a
+// hash index too, so a lookup costs the same in a 10-key dict and in a 100,000-key one a client sent.
+class Object {
+ public:
+  using Item = std::pair<std::string, Value>;
 
+  const std::vector<Item>& items() const { return items_; }
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
   const Value* Find(std::string_view key) const;
   void Set(const std::string& key, Value v);  // replaces in place, or appends
+  void Clear();
+
+ private:
+  static constexpr size_t kIndexFrom = 16;  // below this a linear scan is faster than hashing
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+  };
+
+  std::vector<Item> items_;
+  std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> index_;  // empty below kIndexFrom
 };
 
 // Call arguments after evaluation: positional values and keyword values in call order.
@@ -55,7 +74,7 @@ class Value {
   static Value Bool(bool b) { Value v; v.kind_ = Kind::kBool; v.b_ = b; return v; }
   static Value Int(int64_t i) { Value v; v.kind_ = Kind::kInt; v.i_ = i; return v; }
   static Value Float(double f) { Value v; v.kind_ = Kind::kFloat; v.f_ = f; return v; }
-  static Value String(std::string s) { Value v; v.kind_ = Kind::kString; v.s_ = std::move(s); return v; }
+  static Value String(std::string s);
   static Value MakeArray(Array a, bool tuple = false);
   static Value MakeObject(Object o);
   static Value MakeNamespace(Object o);
@@ -81,11 +100,15 @@ class Value {
   int64_t as_int() const { return i_; }
   double as_float() const { return f_; }
   double as_number() const { return kind_ == Kind::kInt ? static_cast<double>(i_) : f_; }
-  const std::string& as_string() const { return s_; }
-  const Array& as_array() const { return *arr_; }
-  const Object& as_object() const { return *obj_; }  // objects and namespaces
-  Object& mutable_namespace() const { return *obj_; }
-  const Function& as_function() const { return *fn_; }
+  const std::string& as_string() const;
+  const Array& as_array() const { return *static_cast<const Array*>(ptr_.get()); }
+  const Object& as_object() const { return *static_cast<const Object*>(ptr_.get()); }  // objects and namespaces
+  Object& mutable_namespace() const { return *const_cast<Object*>(&as_object()); }
+  // The namespace's shared storage, so a render can empty it when it ends (see Evaluator).
+  std::shared_ptr<Object> namespace_storage() const {
+    return std::const_pointer_cast<Object>(std::static_pointer_cast<const Object>(ptr_));
+  }
+  const Function& as_function() const { return *static_cast<const Function*>(ptr_.get()); }
 
   // Python/HF truthiness: empty string/list/dict, 0, none and undefined are false; namespaces are true.
   bool Truthy() const;
@@ -93,28 +116,33 @@ class Value {
   const char* TypeName() const;
   // Identity of a container (lists/dicts compare by reference, as in JS).
   const void* identity() const;
+  // How deeply lists and dicts nest inside this value: 0 for scalars, 1 for [1, 2], 2 for [[1]]. A
+  // namespace counts as 1 whatever it holds (it is mutable; printing checks its real depth).
+  int depth() const { return depth_; }
 
  private:
   Kind kind_ = Kind::kUndefined;
   bool tuple_ = false;
   bool b_ = false;
+  uint16_t depth_ = 0;  // saturates; limits are far below
   int64_t i_ = 0;
   double f_ = 0;
-  std::string s_;
-  std::shared_ptr<const Array> arr_;
-  std::shared_ptr<Object> obj_;
-  std::shared_ptr<const Function> fn_;
+  // The string, Array, Object or Function, by kind. Shared: copying a value is O(1) whatever its size,
+  // and one pointer keeps a Value (and the evaluator's frames, which hold several) small.
+  std::shared_ptr<const void> ptr_;
 };
 
-// How a value prints inside `{{ }}` (none/undefined print nothing: callers skip them).
-// Errors for functions, which have no printable form.
-StatusOr<std::string> ToOutputString(const Value& v);
+// How a value prints inside `{{ }}` (none/undefined print nothing: callers skip them). Errors for
+// functions, which have no printable form, and for containers past the limits (size, depth, a namespace
+// that contains itself).
+StatusOr<std::string> ToOutputString(const Value& v, const Limits& limits);
 // How a value converts when concatenated with `~` / `+` or joined (JavaScript's String(x.value)).
-std::string ToConcatString(const Value& v);
-std::string ToJoinString(const Value& v);  // Array.prototype.join: none/undefined -> ""
+StatusOr<std::string> ToConcatString(const Value& v, const Limits& limits);
+StatusOr<std::string> ToJoinString(const Value& v, const Limits& limits);  // Array.prototype.join: none/undefined -> ""
 
 // `==` (JavaScript loose equality on the underlying values) and `in` membership (strict equality).
-bool LooseEquals(const Value& a, const Value& b);
+// Loose equality can stringify a container, hence the limits.
+StatusOr<bool> LooseEquals(const Value& a, const Value& b, const Limits& limits);
 bool StrictEquals(const Value& a, const Value& b);
 
 }  // namespace ember::jinja

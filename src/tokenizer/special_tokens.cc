@@ -81,4 +81,21 @@ void SpecialTokenMatcher::Partition(std::string_view text, bool parse_special, s
   if (cursor < text.size()) out.push_back({cursor, static_cast<uint32_t>(text.size()), -1});
 }
 
+void SpecialTokenMatcher::ParseOnlyOccurrences(std::string_view text, std::vector<Piece>& out) const {
+  out.clear();
+  for (size_t p = 0; p < text.size(); ++p) {
+    if (!first_byte_[static_cast<uint8_t>(text[p])]) continue;
+    int32_t node = 0;
+    for (size_t q = p; q < text.size(); ++q) {
+      node = Child(node, static_cast<uint8_t>(text[q]));
+      if (node < 0) break;
+      for (const int32_t sp : nodes_[node].specials) {
+        if (specials_[sp].parse_only) {
+          out.push_back({static_cast<uint32_t>(p), static_cast<uint32_t>(q + 1), specials_[sp].id});
+        }
+      }
+    }
+  }
+}
+
 }  // namespace ember

@@ -39,6 +39,9 @@ class SpecialTokenMatcher {
   // Replaces `out` with the pieces of `text`, in order; adjacent raw pieces are not merged, empty ones are
   // never produced.
   void Partition(std::string_view text, bool parse_special, std::vector<Piece>& out) const;
+  // Replaces `out` with every occurrence of a parse-only (control / unknown) token in `text`, overlapping
+  // ones included, whether or not Partition would grant it; ordered by begin.
+  void ParseOnlyOccurrences(std::string_view text, std::vector<Piece>& out) const;
 
  private:
   struct Node {

@@ -65,6 +65,15 @@ std::array<int32_t, 256> SpmByteTokens(const StringIdMap& map, int32_t unk) {
   return out;
 }
 
+void AppendWithoutMarks(std::string_view text, std::string& out) {
+  constexpr std::string_view kMark = Tokenizer::kTextMark;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t next = std::min(text.find(kMark, pos), text.size());
+    out.append(text.substr(pos, next - pos));
+    pos = next == text.size() ? next : next + kMark.size();
+  }
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer(TokenizerSpec spec) : spec_(std::move(spec)), impl_(std::make_unique<Impl>()) {}
@@ -168,6 +177,57 @@ void Tokenizer::EncodeFragment(std::string_view text, bool prefix_space, EncodeS
 }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special, bool parse_special) const {
+  return EncodeImpl(text, add_special, parse_special, /*strip_marks=*/false);
+}
+
+std::vector<int32_t> Tokenizer::EncodeWithMarks(std::string_view text, bool add_special) const {
+  return EncodeImpl(text, add_special, /*parse_special=*/true, /*strip_marks=*/true);
+}
+
+std::string Tokenizer::AsPlainText(std::string_view text) const {
+  const Impl& im = *impl_;
+  std::string clean;
+  if (text.find(kTextMark) != std::string_view::npos) {  // the client's own: they would vanish at encode
+    AppendWithoutMarks(text, clean);
+    text = clean;
+  }
+  std::vector<SpecialTokenMatcher::Piece> controls;
+  im.specials.ParseOnlyOccurrences(text, controls);
+  if (controls.empty()) return std::string(text);
+  // A mark goes strictly inside each control-token occurrence, on a character boundary (the text stays
+  // valid UTF-8 for the template) and never inside a user-defined token that Encode(text, ., false) would
+  // match, so those still match. An occurrence with no such place is either one character long (the
+  // documented limit) or lies inside such a user-defined token, which is longer and so is matched first.
+  std::vector<SpecialTokenMatcher::Piece> plain;
+  im.specials.Partition(text, /*parse_special=*/false, plain);
+  std::vector<uint8_t> no_cut(text.size() + 1, 0);
+  for (size_t i = 0; i < text.size(); ++i) no_cut[i] = (static_cast<uint8_t>(text[i]) & 0xC0) == 0x80;
+  for (const SpecialTokenMatcher::Piece& p : plain) {
+    if (p.token >= 0) std::fill(no_cut.begin() + p.begin + 1, no_cut.begin() + p.end, 1);
+  }
+  std::vector<uint32_t> cuts;  // sorted
+  for (const SpecialTokenMatcher::Piece& c : controls) {
+    const auto next = std::upper_bound(cuts.begin(), cuts.end(), c.begin);
+    if (next != cuts.end() && *next < c.end) continue;  // an earlier mark already breaks it
+    for (uint32_t at = c.begin + 1; at < c.end; ++at) {
+      if (no_cut[at]) continue;
+      cuts.insert(std::upper_bound(cuts.begin(), cuts.end(), at), at);
+      break;
+    }
+  }
+  std::string out;
+  out.reserve(text.size() + cuts.size() * kTextMark.size());
+  size_t copied = 0;
+  for (const uint32_t at : cuts) {
+    out.append(text.substr(copied, at - copied)).append(kTextMark);
+    copied = at;
+  }
+  out.append(text.substr(copied));
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::EncodeImpl(std::string_view text, bool add_special, bool parse_special,
+                                           bool strip_marks) const {
   const Impl& im = *impl_;
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
@@ -181,8 +241,14 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special, 
       prev_special = true;
       continue;
     }
-    EncodeFragment(text.substr(p.begin, p.end - p.begin), im.is_spm && spec_.add_space_prefix && prev_special, s,
-                   out);
+    std::string_view fragment = text.substr(p.begin, p.end - p.begin);
+    std::string unmarked;
+    if (strip_marks && fragment.find(kTextMark) != std::string_view::npos) {
+      AppendWithoutMarks(fragment, unmarked);
+      if (unmarked.empty()) continue;  // only marks: no text here (and no space prefix to add)
+      fragment = unmarked;
+    }
+    EncodeFragment(fragment, im.is_spm && spec_.add_space_prefix && prev_special, s, out);
     prev_special = false;
   }
   if (add_special && spec_.add_eos && spec_.eos_id >= 0) out.push_back(spec_.eos_id);

@@ -38,6 +38,18 @@ class Tokenizer {
   // tokens written in the text (e.g. "<|im_start|>") become their ids (user-defined tokens always do).
   std::vector<int32_t> Encode(std::string_view text, bool add_special, bool parse_special) const;
 
+  // Plain-text spans, for prompts that mix trusted markup with client text (a chat template around a
+  // user's message): the markup's control tokens must parse, the client's "<|eot_id|>" must not, or a
+  // user could forge turns. AsPlainText(s) inserts kTextMark after the first character of every
+  // control/unknown token text in s (marks s already held are dropped first), so none can match there;
+  // EncodeWithMarks(text) is Encode(text, add_special, /*parse_special=*/true) with the marks removed from
+  // the text between special tokens before BPE. So a span that went through AsPlainText encodes as
+  // Encode(span, ., /*parse_special=*/false) would, wherever the markup puts it; text without control
+  // token strings is returned unchanged. Limit: a control token of a single character cannot be broken.
+  static constexpr std::string_view kTextMark = "\xEF\xB7\x90";  // U+FDD0, a noncharacter: internal use only
+  std::string AsPlainText(std::string_view text) const;
+  std::vector<int32_t> EncodeWithMarks(std::string_view text, bool add_special) const;
+
   // The bytes token `id` stands for (llama_token_to_piece, no lstrip). Control/unknown tokens render as
   // their text only with `render_special`; unused/undefined tokens render as "". Out-of-range ids give "".
   // A piece may be an incomplete UTF-8 sequence (byte tokens).
@@ -74,6 +86,8 @@ class Tokenizer {
   explicit Tokenizer(TokenizerSpec spec);
   // Decode (`text`: TextPiece) or llama_detokenize without clean-up (TokenToPiece).
   std::string DecodePieces(std::span<const int32_t> ids, bool render_special, bool text) const;
+  std::vector<int32_t> EncodeImpl(std::string_view text, bool add_special, bool parse_special,
+                                  bool strip_marks) const;
   // The Encode of one special-token-free fragment.
   void EncodeFragment(std::string_view text, bool prefix_space, struct EncodeScratch& scratch,
                       std::vector<int32_t>& out) const;

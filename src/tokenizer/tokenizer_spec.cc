@@ -24,10 +24,45 @@ StatusOr<json> LoadJson(const std::string& path) {
   return j;
 }
 
+// tokenizer.json and tokenizer_config.json are user files: every member is read through these, so a
+// member of the wrong type is an error naming it (nlohmann's value()/get<>() would throw, and an
+// exception escaping here ends the process).
+const json* Member(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+StatusOr<std::string> StrMember(const json& obj, const char* key, const std::string& fallback, const char* where) {
+  const json* v = Member(obj, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) return InvalidArgument(std::string(where) + ": '" + key + "' must be a string");
+  return v->get<std::string>();
+}
+
+StatusOr<bool> BoolMember(const json& obj, const char* key, bool fallback, const char* where) {
+  const json* v = Member(obj, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) return InvalidArgument(std::string(where) + ": '" + key + "' must be true or false");
+  return v->get<bool>();
+}
+
+// Token ids: integers in [0, kMaxVocab).
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+StatusOr<int64_t> TokenId(const json& v, const std::string& what) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() ? v.get<uint64_t>() >= static_cast<uint64_t>(kMaxVocab)
+                                                        : v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxVocab)) {
+    return InvalidArgument("tokenizer.json: bad id for " + what + " (an integer in 0.." + std::to_string(kMaxVocab - 1) +
+                           " expected)");
+  }
+  return v.get<int64_t>();
+}
+
 // tokenizer_config.json names special tokens either as a string or as {"content": ...}.
-std::string TokenText(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+std::string TokenText(const json* v) {
+  if (v == nullptr) return "";
+  if (v->is_string()) return v->get<std::string>();
+  if (const json* c = Member(*v, "content"); c != nullptr && c->is_string()) return c->get<std::string>();
   return "";
 }
 
@@ -38,38 +73,51 @@ int32_t IdOf(const std::map<std::string, int32_t>& ids, const std::string& text)
 
 // Whether the HF post-processor prepends a BOS token (TemplateProcessing with a leading SpecialToken).
 bool PostProcessorAddsBos(const json& tok) {
-  const json& post = tok.value("post_processor", json());
-  if (!post.is_object() || post.value("type", "") != "TemplateProcessing") return false;
-  const json& single = post.value("single", json());
-  return single.is_array() && !single.empty() && single[0].contains("SpecialToken");
+  const json* post = Member(tok, "post_processor");
+  const json* type = post ? Member(*post, "type") : nullptr;
+  if (type == nullptr || *type != "TemplateProcessing") return false;
+  const json* single = Member(*post, "single");
+  return single != nullptr && single->is_array() && !single->empty() && (*single)[0].is_object() &&
+         (*single)[0].contains("SpecialToken");
 }
 
 Status FillVocab(const json& tok, TokenizerSpec* spec, std::map<std::string, int32_t>* ids) {
-  const json& model = tok["model"];
-  if (!model.is_object() || !model.contains("vocab") || !model["vocab"].is_object())
+  const json* model = Member(tok, "model");
+  const json* vocab = model ? Member(*model, "vocab") : nullptr;
+  if (vocab == nullptr || !vocab->is_object())
     return InvalidArgument("tokenizer.json: model.vocab missing (only BPE-style tokenizers are supported)");
   int64_t n = 0;
-  for (auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0) return InvalidArgument("tokenizer.json: bad id for " + text);
-    n = std::max<int64_t>(n, id.get<int64_t>() + 1);
+  for (auto& [text, id] : vocab->items()) {
+    EMBER_ASSIGN_OR_RETURN(int64_t i, TokenId(id, text));
+    n = std::max<int64_t>(n, i + 1);
   }
-  const json& added = tok.value("added_tokens", json::array());
-  for (const auto& a : added) n = std::max<int64_t>(n, a.value("id", int64_t{0}) + 1);
-  if (n <= 0 || n > (1 << 24)) return InvalidArgument("tokenizer.json: implausible vocabulary size");
+  const json* added = Member(tok, "added_tokens");
+  if (added != nullptr && !added->is_array()) return InvalidArgument("tokenizer.json: 'added_tokens' must be a list");
+  const json no_added = json::array();
+  if (added == nullptr) added = &no_added;
+  for (const auto& a : *added) {
+    if (!a.is_object()) return InvalidArgument("tokenizer.json: every added_tokens entry must be an object");
+    if (const json* id = Member(a, "id")) {
+      EMBER_ASSIGN_OR_RETURN(int64_t i, TokenId(*id, "an added token"));
+      n = std::max<int64_t>(n, i + 1);
+    }
+  }
+  if (n <= 0) return InvalidArgument("tokenizer.json: implausible vocabulary size");
   spec->tokens.assign(n, "");
   spec->token_types.assign(n, static_cast<int32_t>(TokenType::kNormal));
   std::vector<bool> seen(n, false);
-  for (auto& [text, id] : model["vocab"].items()) {
+  for (auto& [text, id] : vocab->items()) {
     spec->tokens[id.get<int64_t>()] = text;
     seen[id.get<int64_t>()] = true;
   }
-  for (const auto& a : added) {
-    const int64_t id = a.value("id", int64_t{-1});
-    if (id < 0) continue;
-    spec->tokens[id] = a.value("content", "");
+  for (const auto& a : *added) {
+    const json* id_json = Member(a, "id");
+    if (id_json == nullptr) continue;
+    const int64_t id = id_json->get<int64_t>();
+    EMBER_ASSIGN_OR_RETURN(spec->tokens[id], StrMember(a, "content", "", "tokenizer.json: added token"));
+    EMBER_ASSIGN_OR_RETURN(bool special, BoolMember(a, "special", false, "tokenizer.json: added token"));
     seen[id] = true;
-    spec->token_types[id] = static_cast<int32_t>(a.value("special", false) ? TokenType::kControl
-                                                                           : TokenType::kUserDefined);
+    spec->token_types[id] = static_cast<int32_t>(special ? TokenType::kControl : TokenType::kUserDefined);
   }
   for (int64_t id = 0; id < n; ++id) {
     if (!seen[id]) {  // holes in the id space become unused placeholders, as converters write them
@@ -82,9 +130,11 @@ Status FillVocab(const json& tok, TokenizerSpec* spec, std::map<std::string, int
 }
 
 Status FillMerges(const json& model, TokenizerSpec* spec) {
-  const json& merges = model.value("merges", json::array());
-  spec->merges.reserve(merges.size());
-  for (const auto& m : merges) {
+  const json* merges = Member(model, "merges");
+  if (merges == nullptr) return Status::Ok();
+  if (!merges->is_array()) return InvalidArgument("tokenizer.json: model.merges must be a list");
+  spec->merges.reserve(merges->size());
+  for (const auto& m : *merges) {
     if (m.is_string()) {
       spec->merges.push_back(m.get<std::string>());
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -100,7 +150,8 @@ Status FillMerges(const json& model, TokenizerSpec* spec) {
 // tokenizer.json carries merges but no scores; score = -id reproduces the merge order.
 void FillSentencePiece(const json& model, TokenizerSpec* spec) {
   spec->scores.resize(spec->tokens.size());
-  const std::string unk = model.value("unk_token", json()).is_string() ? model["unk_token"].get<std::string>() : "";
+  const json* unk_json = Member(model, "unk_token");
+  const std::string unk = unk_json != nullptr && unk_json->is_string() ? unk_json->get<std::string>() : "";
   for (size_t id = 0; id < spec->tokens.size(); ++id) {
     spec->scores[id] = -static_cast<float>(id);
     const std::string& t = spec->tokens[id];
@@ -118,37 +169,41 @@ StatusOr<TokenizerSpec> TokenizerSpecFromHf(const std::string& tokenizer_json_pa
                                             const std::string& tokenizer_config_path, const std::string& pre) {
   EMBER_ASSIGN_OR_RETURN(json tok, LoadJson(tokenizer_json_path));
   EMBER_ASSIGN_OR_RETURN(json cfg, LoadJson(tokenizer_config_path));
-  if (!tok.is_object() || !tok.contains("model")) return InvalidArgument(tokenizer_json_path + ": no 'model'");
-  const json& model = tok["model"];
-  if (model.value("type", "") != "BPE")
-    return Unimplemented(tokenizer_json_path + ": model type '" + model.value("type", "?") + "' is not supported");
+  const json* model = Member(tok, "model");
+  if (model == nullptr || !model->is_object()) return InvalidArgument(tokenizer_json_path + ": no 'model' object");
+  if (!cfg.is_object()) return InvalidArgument(tokenizer_config_path + ": not a JSON object");
+  EMBER_ASSIGN_OR_RETURN(std::string type, StrMember(*model, "type", "", "tokenizer.json: model"));
+  if (type != "BPE")
+    return Unimplemented(tokenizer_json_path + ": model type '" + (type.empty() ? "?" : type) + "' is not supported");
   TokenizerSpec spec;
   spec.pre = pre;
-  spec.model = model.value("byte_fallback", false) ? "llama" : "gpt2";
+  EMBER_ASSIGN_OR_RETURN(bool byte_fallback, BoolMember(*model, "byte_fallback", false, "tokenizer.json: model"));
+  spec.model = byte_fallback ? "llama" : "gpt2";
   std::map<std::string, int32_t> ids;
   EMBER_RETURN_IF_ERROR(FillVocab(tok, &spec, &ids).WithContext(tokenizer_json_path));
   if (spec.model == "gpt2") {
-    EMBER_RETURN_IF_ERROR(FillMerges(model, &spec).WithContext(tokenizer_json_path));
+    EMBER_RETURN_IF_ERROR(FillMerges(*model, &spec).WithContext(tokenizer_json_path));
   } else {
-    FillSentencePiece(model, &spec);
+    FillSentencePiece(*model, &spec);
   }
-  spec.bos_id = IdOf(ids, TokenText(cfg.value("bos_token", json())));
-  spec.eos_id = IdOf(ids, TokenText(cfg.value("eos_token", json())));
-  spec.pad_id = IdOf(ids, TokenText(cfg.value("pad_token", json())));
-  if (spec.unk_id < 0) spec.unk_id = IdOf(ids, TokenText(cfg.value("unk_token", json())));
+  spec.bos_id = IdOf(ids, TokenText(Member(cfg, "bos_token")));
+  spec.eos_id = IdOf(ids, TokenText(Member(cfg, "eos_token")));
+  spec.pad_id = IdOf(ids, TokenText(Member(cfg, "pad_token")));
+  if (spec.unk_id < 0) spec.unk_id = IdOf(ids, TokenText(Member(cfg, "unk_token")));
   for (const char* eot : {"<|eot_id|>", "<|im_end|>", "<end_of_turn>"})
     if (spec.eot_id < 0) spec.eot_id = IdOf(ids, eot);
   spec.eom_id = IdOf(ids, "<|eom_id|>");
-  if (cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()) {
-    spec.add_bos = cfg["add_bos_token"].get<bool>();
+  const json* add_bos = Member(cfg, "add_bos_token");
+  if (add_bos != nullptr && add_bos->is_boolean()) {
+    spec.add_bos = add_bos->get<bool>();
   } else {
     spec.add_bos = PostProcessorAddsBos(tok) || pre == "llama-bpe";
   }
   spec.add_bos = spec.add_bos && spec.bos_id >= 0;
-  spec.add_eos = cfg.value("add_eos_token", false) && spec.eos_id >= 0;
+  EMBER_ASSIGN_OR_RETURN(bool add_eos, BoolMember(cfg, "add_eos_token", false, tokenizer_config_path.c_str()));
+  spec.add_eos = add_eos && spec.eos_id >= 0;
   spec.add_space_prefix = false;  // none of the supported families prepend "▁" (llama.cpp defaults to true)
-  if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
-    spec.chat_template = cfg["chat_template"].get<std::string>();
+  if (const json* t = Member(cfg, "chat_template"); t != nullptr && t->is_string()) spec.chat_template = t->get<std::string>();
   return spec;
 }
 
@@ -184,7 +239,8 @@ StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
                   IdKey{"tokenizer.ggml.padding_token_id", &spec.pad_id},
                   IdKey{"tokenizer.ggml.unknown_token_id", &spec.unk_id}}) {
     EMBER_ASSIGN_OR_RETURN(int64_t id, f.IntOr(k.key, -1));
-    if (id >= n) return Corrupt(f.name() + ": " + k.key + " " + std::to_string(id) + " is outside the vocabulary");
+    if (id < -1 || id >= n)  // (-1: none; anything else would be truncated to int32 below)
+      return Corrupt(f.name() + ": " + k.key + " " + std::to_string(id) + " is outside the vocabulary");
     *k.out = static_cast<int32_t>(id);
   }
   EMBER_ASSIGN_OR_RETURN(spec.add_bos, f.BoolOr("tokenizer.ggml.add_bos_token", spec.model == "llama"));

@@ -2,11 +2,12 @@
 // message that carries context (file, key, byte offset). No exception crosses an I/O or cache boundary.
 #pragma once
 
-#include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
+
+#include "util/check.h"
 
 namespace ember {
 
@@ -59,23 +60,29 @@ Status ErrnoStatus(const std::string& what, const std::string& path, int err);
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}                         // NOLINT: implicit by design
-  StatusOr(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
+  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  // An OK Status carries no value: that is a bug in the caller, reported as an Internal error rather
+  // than a crash (as abseil does).
+  StatusOr(Status status)  // NOLINT: implicit by design
+      : v_(status.ok() ? Status(StatusCode::kInternal, "StatusOr constructed from an OK Status") : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
     static const Status kOk;
     return ok() ? kOk : std::get<Status>(v_);
   }
-  T& value() & { assert(ok()); return std::get<T>(v_); }
-  const T& value() const& { assert(ok()); return std::get<T>(v_); }
-  T&& value() && { assert(ok()); return std::get<T>(std::move(v_)); }
+  // The value; calling these on an error is a bug (test ok() first), caught by an always-on check.
+  T& value() & { CheckOk(); return *std::get_if<T>(&v_); }
+  const T& value() const& { CheckOk(); return *std::get_if<T>(&v_); }
+  T&& value() && { CheckOk(); return std::move(*std::get_if<T>(&v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
  private:
+  void CheckOk() const { EMBER_CHECK_MSG(ok(), std::get_if<Status>(&v_)->message().c_str()); }
+
   std::variant<T, Status> v_;
 };
 

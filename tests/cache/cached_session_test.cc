@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -219,6 +220,30 @@ TEST_F(CachedSessionTest, HitCopiesAtMostThePartialTailBlock) {
   EXPECT_EQ(partial->cached_tokens, 74);
   EXPECT_EQ(partial->cow_bytes_copied, engine_->kv_config().block_bytes());
   EXPECT_EQ(cache_.stats().cow_bytes_copied, engine_->kv_config().block_bytes());
+}
+
+// A client that leaves while its prompt is prefilled: the request ends as cancelled, not with an error,
+// both when the rest of the prompt is short and when it is long enough for the prompt-boundary split
+// (which prefills in Prepare), and a cancelled request stores no snapshot.
+TEST_F(CachedSessionTest, CancelDuringPrefillEndsAsCancelled) {
+  CachedSession s(*engine_, &cache_);
+  const auto head = Ids(100, 16);
+  ASSERT_TRUE(s.Generate(Req(head, 1), nullptr).ok());  // an entry of exactly `head`
+  for (size_t extra : {50u, 300u}) {  // below and above snapshot_min_tokens (256)
+    std::atomic<bool> cancel{true};
+    SessionRequest req = Req(Cat(head, Ids(extra, 17 + static_cast<uint32_t>(extra))), 8);
+    req.generate.cancel = &cancel;
+    auto r = s.Generate(req, [](int32_t) {
+      ADD_FAILURE() << "no token after a cancel";
+      return true;
+    });
+    ASSERT_TRUE(r.ok()) << extra << ": " << r.status().ToString();
+    EXPECT_EQ(r->gen.stop, StopReason::kCancelled);
+    EXPECT_TRUE(r->gen.tokens.empty());
+    EXPECT_EQ(r->cached_tokens, 100);
+    EXPECT_EQ(r->prefilled_tokens, 0);
+    EXPECT_FALSE(r->snapshot_stored);
+  }
 }
 
 }  // namespace

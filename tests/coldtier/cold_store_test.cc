@@ -121,6 +121,7 @@ TEST_F(ColdStoreTest, CapEvictsOldestMtimeAndRestoreTouches) {
   Put(*probe, "probe", Tokens(4), 1);
   uint64_t one = probe->bytes();  // every 4-token entry has the same size
   ASSERT_TRUE(env_.RemoveFile(EntryFiles()[0]).ok());
+  probe.reset();  // one store per directory at a time
   auto store = Open(3 * one);
   Put(*store, "ns", Tokens(4, 100), 1);
   env_.AdvanceMicros(1000);

@@ -86,6 +86,38 @@ TEST_F(EngineTest, CancelAndCallbackStop) {
   EXPECT_EQ(r2->tokens.size(), 3u);
 }
 
+// A client that leaves while its prompt is prefilled: Generate ends as cancelled, not with an error (the
+// server answered those with a 500), and Prefill keeps the chunks it had finished.
+TEST_F(EngineTest, CancelDuringPrefillIsAStopNotAnError) {
+  auto e = Load();
+  ASSERT_NE(e, nullptr);
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < 40; ++i) prompt.push_back(100 + i);  // 5 chunks of ubatch 8
+  std::atomic<bool> cancel{true};
+  GenerateOptions go;
+  go.max_tokens = 8;
+  go.cancel = &cancel;
+  auto seq = e->NewSequence();
+  auto r = e->Generate(**seq, prompt, go, [](int32_t) {
+    ADD_FAILURE() << "no token after a cancel";
+    return true;
+  });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stop, StopReason::kCancelled);
+  EXPECT_TRUE(r->tokens.empty());
+  EXPECT_EQ(r->prompt_tokens, 0);
+  // Cancelled after the first chunk: Prefill answers null logits and keeps what it forwarded.
+  cancel.store(false);
+  auto seq2 = e->NewSequence();
+  ASSERT_TRUE(e->Prefill(**seq2, std::span(prompt).first(8), 8, &cancel).ok());
+  cancel.store(true);
+  auto rest = e->Prefill(**seq2, std::span(prompt).subspan(8), 8, &cancel);
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  EXPECT_EQ(*rest, nullptr);
+  EXPECT_EQ((*seq2)->n_pos(), 8);
+  EXPECT_EQ((*seq2)->tokens(), std::vector<int32_t>(prompt.begin(), prompt.begin() + 8));
+}
+
 TEST_F(EngineTest, SameSeedSameTokensDifferentSeedDiffers) {
   auto e = Load();
   ASSERT_NE(e, nullptr);

@@ -257,6 +257,49 @@ TEST(GgufCorrupt, UnknownTensorType) { ExpectCorrupt(OneTensor(1, {4}, 77, 0, 64
 TEST(GgufCorrupt, DimensionOverflow) {
   ExpectCorrupt(OneTensor(3, {1ull << 32, 1ull << 32, 4}, 0, 0, 64), "dimensions overflow");
 }
+// ne = 2^31 x 2^31 f32: 2^62 elements fit, but 2^64 bytes wrap to 0, which would pass the bounds check.
+TEST(GgufCorrupt, TensorByteSizeOverflow) {
+  ExpectCorrupt(OneTensor(2, {1ull << 31, 1ull << 31}, 0, 0, 64), "byte size overflows");
+  ExpectCorrupt(OneTensor(1, {(1ull << 61) + 1}, 28, 0, 64), "byte size overflows");  // f64
+  // Quantized types stay below 2^64 for any element count < 2^63: out of bounds, not wrapped.
+  ExpectCorrupt(OneTensor(2, {1ull << 32, 1ull << 30}, 8, 0, 64), "out of bounds");
+}
+TEST(GgufCorrupt, NegativeDimension) {
+  ExpectCorrupt(OneTensor(1, {~0ull}, 0, 0, 64), "negative dimension -1");
+  ExpectCorrupt(OneTensor(2, {4, 1ull << 63}, 0, 0, 64), "negative dimension");
+}
+TEST(GgufCorrupt, OffsetPlusSizeCannotWrap) {
+  // offset + n_bytes would wrap past 2^64 to a small number; each is checked against what is left.
+  ExpectCorrupt(OneTensor(1, {16}, 0, ~0ull - 31, 64), "out of bounds");
+}
+TEST(GgufCorrupt, ArrayByteSizeCannotWrap) {
+  // (2^61 + 1) u64 elements are 2^64 + 8 bytes: the count is refused before anything is multiplied.
+  Bytes b;
+  b.header(0, 1).str("arr").put<uint32_t>(static_cast<uint32_t>(GgufType::kArray));
+  b.put<uint32_t>(static_cast<uint32_t>(GgufType::kU64)).put<uint64_t>((1ull << 61) + 1).put<uint64_t>(1);
+  ExpectCorrupt(b.b, "array length");
+}
+TEST(GgufCorrupt, StringLengthsNearTheTopOfUint64) {
+  Bytes key;
+  key.header(0, 1).put<uint64_t>(~0ull).b.resize(64, 'k');
+  ExpectCorrupt(key.b, "metadata key length");
+  Bytes value;
+  value.header(0, 1).str("k").put<uint32_t>(static_cast<uint32_t>(GgufType::kString)).put<uint64_t>(~0ull - 7);
+  value.b.resize(value.b.size() + 32, 'v');
+  ExpectCorrupt(value.b, "string value length");
+  Bytes elem;
+  elem.header(0, 1).str("k").put<uint32_t>(static_cast<uint32_t>(GgufType::kArray));
+  elem.put<uint32_t>(static_cast<uint32_t>(GgufType::kString)).put<uint64_t>(1).put<uint64_t>(~0ull);
+  elem.b.resize(elem.b.size() + 32, 'v');
+  ExpectCorrupt(elem.b, "array string length");
+}
+TEST(GgufCorrupt, HugeAlignmentLeavesNoDataSection) {
+  Bytes b;
+  b.header(1, 1).str("general.alignment").put<uint32_t>(static_cast<uint32_t>(GgufType::kU32)).put<uint32_t>(1u << 31);
+  b.str("w").put<uint32_t>(1).put<uint64_t>(4).put<uint32_t>(0).put<uint64_t>(0);
+  b.b.resize(b.b.size() + 64, 0);
+  ExpectCorrupt(b.b, "data section missing");
+}
 TEST(GgufCorrupt, RowNotMultipleOfBlock) { ExpectCorrupt(OneTensor(1, {33}, 8, 0, 64), "block size"); }
 TEST(GgufCorrupt, MisalignedOffset) { ExpectCorrupt(OneTensor(1, {4}, 0, 4, 64), "not a multiple of the alignment"); }
 TEST(GgufCorrupt, DataOutOfBounds) { ExpectCorrupt(OneTensor(1, {64}, 0, 0, 100), "out of bounds"); }

@@ -68,7 +68,7 @@ TEST(GenModel, WritesShapesMetadataAndTokenizer) {
   EXPECT_EQ(spec->tokens[spec->eos_id], "<|im_end|>");
   EXPECT_FALSE(spec->merges.empty());
   EXPECT_NE(spec->chat_template.find("im_start"), std::string::npos);
-  EXPECT_EQ(Summarize(g).n_params, rep.n_params);
+  EXPECT_EQ(Summarize(g)->n_params, rep.n_params);
 }
 
 TEST(GenModel, TokenizerSurvivesTheGgufRoundTrip) {

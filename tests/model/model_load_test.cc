@@ -21,6 +21,7 @@ struct Tweak {
   std::string arch = "llama";
   std::map<std::string, uint32_t> u32;       // extra u32 metadata keys
   std::map<std::string, float> f32;          // extra f32 metadata keys
+  std::function<void(GgufWriter&)> meta;     // last: any other metadata change (types included)
 };
 
 void Add(GgufWriter& w, const Tweak& t, const std::string& name, std::vector<uint64_t> ne) {
@@ -46,6 +47,7 @@ StatusOr<std::unique_ptr<Model>> Build(const Tweak& t, std::vector<uint8_t>* byt
   w.SetF32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
   for (const auto& [k, v] : t.u32) w.SetU32(k, v);
   for (const auto& [k, v] : t.f32) w.SetF32(k, v);
+  if (t.meta) t.meta(w);
   const uint64_t hd = kEmbd / kHead;
   Add(w, t, "token_embd.weight", {kEmbd, kVocab});
   Add(w, t, "output_norm.weight", {kEmbd});
@@ -130,6 +132,38 @@ TEST(ModelLoadTest, UnknownArchitectureAndMissingKey) {
   Tweak q;
   q.arch = "qwen2";
   ExpectError(q, StatusCode::kNotFound, "blk.0.attn_q.bias");
+}
+
+// Metadata a converter or an attacker got wrong: each is an error naming the key, never an abort, a
+// throw, or an allocation sized by the bad value (block_count 2^40 used to reach layers_.resize()).
+TEST(ModelLoadTest, CorruptMetadataIsNamed) {
+  struct Case {
+    std::function<void(GgufWriter&)> meta;
+    std::string needle;
+  };
+  const Case cases[] = {
+      {[](GgufWriter& w) { w.SetU32("general.architecture", 3); }, "key 'general.architecture': expected string"},
+      {[](GgufWriter& w) { w.SetStr("llama.context_length", "4k"); }, "key 'llama.context_length': expected an integer"},
+      {[](GgufWriter& w) { w.SetF32("llama.block_count", 2); }, "key 'llama.block_count': expected an integer"},
+      {[](GgufWriter& w) { w.SetI32("llama.embedding_length", -1); }, "'llama.embedding_length' is -1, outside 1.."},
+      {[](GgufWriter& w) { w.SetU64("llama.block_count", 1ull << 40); }, "'llama.block_count' is 1099511627776"},
+      {[](GgufWriter& w) { w.SetU64("llama.feed_forward_length", ~0ull); }, "'llama.feed_forward_length': value"},
+      {[](GgufWriter& w) { w.SetI32("llama.attention.head_count_kv", -2); }, "'llama.attention.head_count_kv' is -2"},
+      {[](GgufWriter& w) { w.SetU64("llama.context_length", 1ull << 62); }, "'llama.context_length' is"},
+      {[](GgufWriter& w) { w.SetI32("llama.context_length", 0); }, "'llama.context_length' is 0"},
+      // A huge head dimension with llama3 rope scaling used to size the rope factor table (2^39 floats).
+      {[](GgufWriter& w) {
+         w.SetU64("llama.attention.key_length", 1ull << 40);
+         w.SetStr("llama.rope.scaling.type", "llama3");
+       },
+       "'llama.attention.key_length' is 1099511627776"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.needle);
+    Tweak t;
+    t.meta = c.meta;
+    ExpectError(t, StatusCode::kInvalidArgument, c.needle);
+  }
 }
 
 // gemma3: the local/global pattern, per-kind RoPE bases and the Gemma scales come from the metadata the

@@ -22,6 +22,22 @@ TEST(AccessControl, BearerAndXApiKey) {
   EXPECT_FALSE(a.Authorized("Bearer sekri", ""));  // prefix of a key
 }
 
+TEST(AccessControl, KeyIdentityNamesWhichKeyMatchedNeverTheKeyItself) {
+  AccessControl a({"key-alpha", "key-bravo"}, {});
+  const std::string alpha = a.KeyIdentity("Bearer key-alpha", "");
+  const std::string bravo = a.KeyIdentity("", "key-bravo");
+  EXPECT_EQ(alpha.size(), 64u);  // SHA-256 hex
+  EXPECT_EQ(alpha.find("key-alpha"), std::string::npos);
+  EXPECT_NE(alpha, bravo);
+  EXPECT_EQ(a.KeyIdentity("", "key-alpha"), alpha);  // either header, one identity
+  EXPECT_EQ(a.KeyIdentity("Bearer key-alpha", "key-bravo"), alpha);  // Bearer wins, as in Authorized
+  EXPECT_EQ(a.KeyIdentity("Bearer wrong", "key-bravo"), bravo);      // ... when it matches at all
+  EXPECT_EQ(a.KeyIdentity("Bearer wrong", ""), "");
+  // Stable across restarts and independent of the order keys are configured in (SSD entries persist).
+  EXPECT_EQ(AccessControl({"key-bravo", "key-alpha"}, {}).KeyIdentity("Bearer key-alpha", ""), alpha);
+  EXPECT_EQ(AccessControl({}, {}).KeyIdentity("Bearer key-alpha", ""), "");  // no keys: anonymous
+}
+
 TEST(AccessControl, EmptyConfiguredKeyIsIgnored) {
   AccessControl a({""}, {});
   EXPECT_FALSE(a.auth_required());

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "cache/cache_namespace.h"
 #include "server/fake_backend.h"
 
 namespace ember::server {
@@ -107,7 +108,7 @@ TEST_F(ServerTest, SamplingFieldsReachTheBackend) {
   EXPECT_FLOAT_EQ(g.sampling.temperature, 0.25f);
   EXPECT_EQ(g.sampling.top_k, 7);
   EXPECT_EQ(g.sampling.seed, 99u);
-  EXPECT_EQ(g.cache_salt, "s1");
+  EXPECT_EQ(g.cache_salt, CacheNamespace::TenantOf("", "s1"));  // the tenant digest, never the salt itself
   EXPECT_EQ(g.max_tokens, 9);
   ASSERT_EQ(g.sampling.logit_bias.size(), 1u);
 }

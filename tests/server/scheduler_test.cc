@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <new>
+#include <stdexcept>
 #include <thread>
 
+#include "server/api_error.h"
 #include "server/fake_backend.h"
 
 namespace ember::server {
@@ -128,6 +131,68 @@ TEST(Scheduler, ShutdownCancelsAfterGraceAndRefusesNewWork) {
   s.Shutdown(std::chrono::milliseconds(50));
   EXPECT_TRUE(job->done());
   EXPECT_EQ(s.Submit(Job("echo: late")).code(), StatusCode::kFailedPrecondition);
+}
+
+// A backend that throws from Generate when the prompt says so ("throw:std", "throw:int", or
+// "throw:late" after one token went out); every other prompt goes to a FakeBackend. Only a test needs
+// a backend that breaks the no-throw contract of backend.h, to show the lane survives one that does.
+class ThrowingBackend final : public InferenceBackend {
+ public:
+  std::string model_id() const override { return fake_.model_id(); }
+  int32_t context_length() const override { return fake_.context_length(); }
+  StatusOr<std::vector<int32_t>> Tokenize(const std::string& t, bool a, bool p) const override {
+    return fake_.Tokenize(t, a, p);
+  }
+  StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const override { return fake_.Detokenize(ids); }
+  StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& in) const override {
+    return fake_.TokenizeChat(in);
+  }
+  StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& in) const override {
+    return fake_.ApplyChatTemplate(in);
+  }
+  Status Generate(const GenerationRequest& req, const TokenCallback& on_token, GenerationResult* out) override {
+    const std::string prompt(req.prompt.begin(), req.prompt.end());
+    out->completion_tokens = 99;  // garbage a throwing backend may leave behind
+    if (prompt == "throw:std") throw std::runtime_error("backend exploded");
+    if (prompt == "throw:int") throw 42;
+    if (prompt == "throw:late") {
+      on_token(TokenEvent{'h', "h", 0, {}});
+      throw std::bad_alloc();
+    }
+    return fake_.Generate(req, on_token, out);
+  }
+  BackendStats Stats() const override { return fake_.Stats(); }
+  Status FlushCache() override { return fake_.FlushCache(); }
+
+ private:
+  FakeBackend fake_;
+};
+
+TEST(Scheduler, AnExceptionFailsOnlyItsOwnRequest) {
+  ThrowingBackend backend;
+  Scheduler s(&backend, 8);
+  struct Case {
+    const char* prompt;
+    const char* what;
+  };
+  for (const Case& c : {Case{"throw:std", "backend exploded"}, Case{"throw:int", "not a std::exception"},
+                        Case{"throw:late", "bad_alloc"}}) {
+    auto bad = Job(c.prompt);
+    auto next = Job("echo: still serving", 100);
+    ASSERT_TRUE(s.Submit(bad).ok());
+    ASSERT_TRUE(s.Submit(next).ok());  // queued behind the one that throws
+    auto [bad_text, bad_done] = Drain(*bad);
+    EXPECT_EQ(bad_done.status.code(), StatusCode::kInternal) << c.prompt;
+    EXPECT_NE(bad_done.status.message().find(c.what), std::string::npos) << bad_done.status.message();
+    EXPECT_EQ(bad_done.result.completion_tokens, 0);  // not the backend's leftovers
+    EXPECT_EQ(bad_done.result.prompt_tokens, static_cast<int32_t>(std::string(c.prompt).size()));
+    auto [text, done] = Drain(*next);
+    EXPECT_TRUE(done.status.ok()) << c.prompt << ": " << done.status.ToString();
+    EXPECT_EQ(text, "still serving");
+  }
+  EXPECT_EQ(s.stats().running, 0u);
+  // An Internal status is what the routes answer with a 500 and the message.
+  EXPECT_EQ(FromStatus(Internal("generation failed: x")).http_status, 500);
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(Limits, RecursionOutputAndRange) {
   auto t = Template::Parse("{% for i in range(100000) %}xxxxxxxxxx{% endfor %}");
   ASSERT_TRUE(t.ok());
   EvalOptions small;
-  small.max_output_bytes = 1000;
+  small.limits.max_output_bytes = 1000;
   const auto big = t->Render(J("{}"), small);
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
@@ -135,12 +135,13 @@ TEST(JsString, TrimLengthAndQuote) {
 
 TEST(JsonValue, KeyOrderFollowsJavaScriptObjects) {
   // JSON.parse puts array-index-like keys first, in numeric order; the rest keep their order.
-  const Value v = FromJson(J(R"({"b": 1, "10": 2, "a": 3, "2": 4, "01": 5})"));
+  const Limits limits;
+  const Value v = *FromJson(J(R"({"b": 1, "10": 2, "a": 3, "2": 4, "01": 5})"), limits);
   std::string keys;
-  for (const auto& [k, x] : v.as_object().items) keys += k + ",";
+  for (const auto& [k, x] : v.as_object().items()) keys += k + ",";
   EXPECT_EQ(keys, "2,10,b,a,01,");
-  EXPECT_TRUE(FromJson(J("2.0")).is_int());  // JS has no integral floats
-  EXPECT_TRUE(FromJson(J("2.5")).is_float());
+  EXPECT_TRUE(FromJson(J("2.0"), limits)->is_int());  // JS has no integral floats
+  EXPECT_TRUE(FromJson(J("2.5"), limits)->is_float());
 }
 
 }  // namespace

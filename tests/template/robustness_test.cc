@@ -34,7 +34,7 @@ TEST(Robustness, RandomTokenSoupNeverCrashes) {
   std::uniform_int_distribution<int> len(1, 40);
   const auto ctx = J(R"({"x": {"a": [1, 2]}, "xs": [1, "two", null]})");
   EvalOptions opts;
-  opts.max_output_bytes = 1 << 16;
+  opts.limits.max_output_bytes = 1 << 16;
   int parsed = 0;
   for (int i = 0; i < 4000; ++i) {
     std::string src;
