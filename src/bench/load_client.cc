@@ -28,19 +28,37 @@ std::string RequestBody(const LoadConfig& cfg) {
       .dump();
 }
 
+// What one stream said about its own end, beyond the measured times.
+struct StreamState {
+  bool done = false;      // `data: [DONE]` arrived: the server ended the stream on purpose
+  bool finished = false;  // a choice carried a finish_reason
+  bool usage = false;     // `usage.completion_tokens` arrived
+  double finish_s = 0;    // when the finish_reason arrived
+};
+
 // Reads one SSE payload into the result: content chunks set first/last chunk times, `usage` the tokens.
-void OnEvent(const std::string& data, double t, RequestResult& r) {
-  if (data == "[DONE]") return;
+void OnEvent(const std::string& data, double t, RequestResult& r, StreamState& st) {
+  if (data == "[DONE]") {
+    st.done = true;
+    return;
+  }
   nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
   if (j.is_discarded()) return;
   if (j.contains("error")) {
     r.error = j["error"].dump().substr(0, 200);
     return;
   }
-  if (j.contains("usage") && j["usage"].is_object() && j["usage"].contains("completion_tokens"))
+  if (j.contains("usage") && j["usage"].is_object() && j["usage"].contains("completion_tokens") &&
+      j["usage"]["completion_tokens"].is_number_integer()) {
     r.completion_tokens = j["usage"]["completion_tokens"].get<int>();
+    st.usage = true;
+  }
   if (!j.contains("choices") || !j["choices"].is_array()) return;
   for (const auto& c : j["choices"]) {
+    if (c.contains("finish_reason") && c["finish_reason"].is_string() && !st.finished) {
+      st.finished = true;
+      st.finish_s = t;
+    }
     const auto* delta = c.contains("delta") ? &c["delta"] : nullptr;
     if (!delta || !delta->contains("content") || !(*delta)["content"].is_string()) continue;
     if ((*delta)["content"].get<std::string>().empty()) continue;
@@ -125,24 +143,42 @@ RequestResult SendChatRequest(const LoadConfig& cfg) {
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "text/event-stream");
   SseParser parser;
+  StreamState stream;
   std::string body_head;  // the start of a non-SSE (error) body, for the message
+  size_t received = 0;    // response body bytes, to tell a dropped stream from a refused connection
+  bool timed_out = false;
   const auto t0 = SteadyClock::now();
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
     const double t = Since(t0);
+    received += len;
     if (body_head.size() < 300) body_head.append(data, std::min<size_t>(len, 300));
-    for (const auto& ev : parser.Feed(std::string_view(data, len))) OnEvent(ev, t, r);
-    return Since(t0) < cfg.request_timeout_s;
+    for (const auto& ev : parser.Feed(std::string_view(data, len))) OnEvent(ev, t, r, stream);
+    timed_out = Since(t0) >= cfg.request_timeout_s;
+    return !timed_out;
   };
   auto res = cli.send(req);
   r.latency_s = Since(t0);
-  if (!res) {
-    r.error = "transport: " + httplib::to_string(res.error());
+  // Each message says whose doing it was: this client's deadline is not a transport failure, and an
+  // empty reply that the server ended properly (the model's first token was end-of-turn) is no error.
+  if (timed_out) {
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%g", cfg.request_timeout_s);
+    r.error = std::string("timeout: the stream did not end within --timeout ") + limit + " s";
+  } else if (!res) {
+    r.error = "transport: " + httplib::to_string(res.error()) + " (connection lost after " + std::to_string(received) +
+              " response body bytes)";
   } else if (res->status != 200) {
     r.error = "HTTP " + std::to_string(res->status) + ": " + body_head.substr(0, 200);
-  } else if (r.error.empty() && r.ttft_s == 0) {
-    r.error = "stream ended without a content chunk";
-  } else if (r.error.empty() && r.completion_tokens == 0) {
-    r.error = "stream ended without usage.completion_tokens";
+  } else if (!r.error.empty()) {
+    // an error event in the stream
+  } else if (!stream.done) {
+    r.error = "stream ended without data: [DONE] after " + std::to_string(received) + " bytes";
+  } else if (!stream.usage) {
+    r.error = "stream ended without usage.completion_tokens (include_usage was requested)";
+  } else if (r.ttft_s == 0 && !stream.finished) {
+    r.error = "stream ended without a content chunk or a finish_reason";
+  } else if (r.ttft_s == 0) {
+    r.ttft_s = r.last_chunk_s = stream.finish_s;  // an empty reply: its one token arrived with the finish
   }
   r.ok = r.error.empty();
   return r;

@@ -1,7 +1,9 @@
 // `ember load`: a serving-load client for ember's OpenAI-compatible server (spec/bench.md §6).
 // Closed loop: 1..N requests in flight; open loop: requests started on a fixed schedule (per minute).
 // Each request is `POST /v1/chat/completions` with `stream: true`; TTFT is measured at the client
-// (sent -> first content chunk) and tokens come from the final `usage`.
+// (sent -> first content chunk; an empty reply's finish chunk) and tokens come from the final `usage`.
+// An error says whose it is: the server's (HTTP status, error event, a stream cut or ended without
+// [DONE]/usage) or this client's own timeout; nothing else is counted.
 // Loopback only: a load generator must never be pointed at someone else's machine. Bounded: every
 // level has a request count, every request a timeout, the whole run a wall-clock budget.
 #pragma once

@@ -62,6 +62,12 @@ int Serve(ServeOptions o, const std::string& key_file) {
     std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
     return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  if (server::HttpWorkerThreads(o) <= static_cast<int>(o.max_queue) + 1) {
+    std::fprintf(stderr,
+                 "ember serve: warning: --http-threads %d <= --max-queue + 1: queued generations can hold every "
+                 "worker, so the 429 cannot fire and /health waits behind them\n",
+                 server::HttpWorkerThreads(o));
+  }
   server::HttpServer http(o, backend->get());
   if (Status st = http.Start(); !st.ok()) {
     std::fprintf(stderr, "ember serve: %s\n", st.ToString().c_str());
@@ -98,6 +104,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->check(CLI::ExistingFile)->envname("EMBER_API_KEY_FILE");
   cmd->add_option("--cors-origin", o->cors_origins, "Allow this browser origin beyond localhost (repeatable; * = any)")
       ->envname("EMBER_CORS_ORIGIN");
+  cmd->add_option("--allowed-host", o->allowed_hosts,
+                  "Serve requests whose Host header names this host (repeatable; * = any). Bound to loopback, "
+                  "only loopback names are served otherwise (403: DNS rebinding protection)")
+      ->envname("EMBER_ALLOWED_HOST");
   cmd->add_option("--model-alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body (413 beyond)")
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("EMBER_MAX_BODY_BYTES");
@@ -109,10 +119,15 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->envname("EMBER_MAX_QUEUE");
   cmd->add_option("--threads", o->threads, "Engine compute threads (0 = physical cores)")
       ->capture_default_str()->check(CLI::Range(0, 1024))->envname("EMBER_THREADS");
-  cmd->add_option("--http-threads", o->http_threads, "Connection worker threads")
-      ->capture_default_str()->check(CLI::Range(2, 4096))->envname("EMBER_HTTP_THREADS");
+  cmd->add_option("--http-threads", o->http_threads,
+                  "Connection worker threads; each open connection holds one (0 = --max-queue + 65: the "
+                  "running and queued generations, and 64 spare for /health, 429s and idle connections)")
+      ->capture_default_str()->check(CLI::Range(0, 4096))->envname("EMBER_HTTP_THREADS");
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s, "Seconds in-flight work may take on SIGTERM/SIGINT")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SHUTDOWN_TIMEOUT");
+  cmd->add_option("--request-timeout", o->request_timeout_s,
+                  "Seconds from a request's first byte to the end of its body (408 beyond: slow clients)")
+      ->capture_default_str()->check(CLI::Range(0.1, 86400.0))->envname("EMBER_REQUEST_TIMEOUT");
   cmd->add_option("--fake-token-delay-ms", o->fake_token_delay_ms, "Fake backend: sleep per token")
       ->capture_default_str()->check(CLI::Range(0, 10000))->envname("EMBER_FAKE_TOKEN_DELAY_MS");
   cmd->add_option("--fake-context-length", o->fake_context_length, "Fake backend: context length in tokens")

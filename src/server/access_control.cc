@@ -68,4 +68,85 @@ bool AccessControl::OriginAllowed(std::string_view origin) const {
                      [&](const std::string& o) { return o == "*" || o == origin; });
 }
 
+namespace {
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+// Splits `host[:port]` / `[v6][:port]` into its host; false when what follows the host is not `:digits`.
+bool HostOfAuthority(std::string_view authority, std::string_view* host) {
+  size_t host_len = std::min(authority.find(':'), authority.size());
+  if (authority.starts_with('[')) {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    host_len = close + 1;
+  }
+  const std::string_view port = authority.substr(host_len);
+  if (!port.empty() && (port[0] != ':' || port.size() > 6 || !AllDigits(port.substr(1)))) return false;
+  *host = authority.substr(0, host_len);
+  return !host->empty();
+}
+
+// Dotted-quad 127.a.b.c, each part 0..255 (no shorthand: browsers normalize before sending).
+bool IsLoopbackIpv4(std::string_view s) {
+  int parts = 0;
+  for (size_t start = 0;; ++parts) {
+    const size_t dot = std::min(s.find('.', start), s.size());
+    const std::string_view part = s.substr(start, dot - start);
+    if (parts > 3 || !AllDigits(part) || part.size() > 3 || std::stoi(std::string(part)) > 255) return false;
+    if (parts == 0 && part != "127") return false;
+    if (dot == s.size()) return parts == 3;
+    start = dot + 1;
+  }
+}
+
+// `host` in lower case, without port.
+bool IsLoopbackHost(std::string_view host) {
+  return host == "localhost" || host.ends_with(".localhost") || host == "[::1]" || IsLoopbackIpv4(host);
+}
+
+}  // namespace
+
+bool IsLoopbackAuthority(std::string_view authority) {
+  std::string_view host;
+  return HostOfAuthority(authority, &host) && IsLoopbackHost(Lower(host));
+}
+
+bool IsLoopbackBindAddress(std::string_view host) {
+  const std::string lower = Lower(host);
+  return lower == "::1" || IsLoopbackHost(lower);
+}
+
+bool IsJsonMediaType(std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  return Lower(type) == "application/json";
+}
+
+HostAllowlist::HostAllowlist(bool enforce, const std::vector<std::string>& extra_hosts) : enforce_(enforce) {
+  for (const std::string& h : extra_hosts) {
+    std::string_view host;
+    const std::string lower = Lower(h);
+    extra_hosts_.emplace_back(HostOfAuthority(lower, &host) ? std::string(host) : lower);
+  }
+}
+
+bool HostAllowlist::Allowed(std::string_view host_header) const {
+  if (!enforce_ || host_header.empty()) return true;
+  std::string_view host;
+  if (!HostOfAuthority(host_header, &host)) return false;
+  const std::string lower = Lower(host);
+  return IsLoopbackHost(lower) || std::any_of(extra_hosts_.begin(), extra_hosts_.end(), [&](const std::string& h) {
+           return h == "*" || h == lower;
+         });
+}
+
 }  // namespace ember::server

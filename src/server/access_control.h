@@ -1,6 +1,7 @@
 // Who may call the server: API keys (`Authorization: Bearer K` or `x-api-key: K`, as the OpenAI and
 // Anthropic SDKs send them) and which browser origins get CORS headers (localhost always; others only
-// when configured). Immutable after construction, so safe to share between threads.
+// when configured). HostAllowlist: which Host names a loopback server answers (DNS rebinding).
+// Immutable after construction, so safe to share between threads.
 #pragma once
 
 #include <string>
@@ -34,5 +35,29 @@ class AccessControl {
 };
 
 bool IsLocalhostOrigin(std::string_view origin);
+
+// A page on attacker.example whose DNS name is rebound to 127.0.0.1 reaches a loopback server as
+// same-origin, but its requests say `Host: attacker.example`. When enforced, only loopback names are
+// served (localhost, *.localhost, 127.0.0.0/8, [::1], any port) plus the `extra_hosts` (--allowed-host,
+// case-insensitive, a port given with one is ignored; "*" = any). An absent Host passes: every browser
+// sends one, and HTTP/1.0 tools may not.
+class HostAllowlist {
+ public:
+  HostAllowlist(bool enforce, const std::vector<std::string>& extra_hosts);
+  bool enforced() const { return enforce_; }
+  bool Allowed(std::string_view host_header) const;
+
+ private:
+  bool enforce_;
+  std::vector<std::string> extra_hosts_;  // lower case, without port
+};
+
+// `host[:port]` or `[v6]:port` naming the local machine: localhost, *.localhost, 127.0.0.0/8 or [::1].
+bool IsLoopbackAuthority(std::string_view authority);
+// An address to bind that only the local machine can reach: 127.0.0.0/8, ::1, [::1] or localhost.
+bool IsLoopbackBindAddress(std::string_view host);
+// `application/json`, any case, with optional parameters (`; charset=utf-8`). What a page may POST
+// cross-origin without a CORS preflight (text/plain, forms, multipart) is never JSON.
+bool IsJsonMediaType(std::string_view content_type);
 
 }  // namespace ember::server

@@ -1,9 +1,13 @@
 #include "server/http_server.h"
 
+#include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <thread>
 
 #include <httplib.h>
 
+#include "server/http_transport.h"
 #include "server/sse_writer.h"
 
 namespace ember::server {
@@ -22,14 +26,47 @@ void RenderError(httplib::Response& res, const ApiError& err, ApiFlavor flavor) 
   res.set_content(DumpJson(ErrorBody(err, flavor)), "application/json");
 }
 
+TransportLimits LimitsFor(const ServeOptions& o) {
+  TransportLimits l;
+  l.request_timeout_s = o.request_timeout_s;
+  // The cap is on decoded bytes (ReadBody); this wire budget only bounds what malformed chunk framing
+  // could make httplib buffer. Compressed or sanely chunked bodies are far below it.
+  l.max_raw_body_bytes = 2 * o.max_body_bytes + l.max_header_bytes;
+  return l;
+}
+
+// The Content-Encodings httplib decodes (Debian builds it with zlib and brotli). Any other would reach
+// the JSON parser still encoded.
+bool DecodableEncoding(const std::string& e) {
+  return e.empty() || e == "identity" || e == "gzip" || e == "deflate" || e == "br";
+}
+
+std::string Quoted(const std::string& s) {
+  std::string out = "'";
+  out.append(s, 0, 100);
+  return out += "'";
+}
+
+std::string Seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g s", s);
+  return text;
+}
+
+ApiError TooSlow(const ServeOptions& o, const char* what) {
+  return {408, "invalid_request_error",
+          std::string(what) + " not received within --request-timeout (" + Seconds(o.request_timeout_s) + ")", ""};
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, Clock clock)
     : options_(options),
       backend_(backend),
       access_(options.api_keys, options.cors_origins),
+      hosts_(IsLoopbackBindAddress(options.host) || !options.allowed_hosts.empty(), options.allowed_hosts),
       scheduler_(backend, options.max_queue),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<TransportServer>(LimitsFor(options))) {
   ctx_.options = options_;
   ctx_.backend = backend_;
   ctx_.scheduler = &scheduler_;
@@ -76,45 +113,130 @@ void HttpServer::Dispatch(const Route& route, const httplib::Request& req, httpl
   }
 }
 
+const Route* HttpServer::FindRoute(const std::string& method, const std::string& path) const {
+  for (const Route& r : routes_) {
+    if (r.path == path && r.method == method) return &r;
+  }
+  return nullptr;
+}
+
+std::optional<ApiError> HttpServer::Refusal(const httplib::Request& req, BodyFraming* framing) const {
+  const std::string host = req.get_header_value("Host");
+  if (!hosts_.Allowed(host)) {
+    return ApiError{403, "permission_error",
+                    "Host " + Quoted(host) + " is not served: a loopback server answers only loopback names " +
+                        "(DNS rebinding protection); add the name with --allowed-host", ""};
+  }
+  if (std::optional<FramingError> e = ParseBodyFraming(req, framing)) {
+    return ApiError{e->http_status, "invalid_request_error", e->message, ""};
+  }
+  if (req.method == "OPTIONS") return std::nullopt;  // a CORS preflight, answered by Screen
+  const Route* route = FindRoute(req.method == "HEAD" ? "GET" : req.method, req.path);
+  if (route == nullptr) return NotFoundError("no route for " + req.method + " " + req.path);
+  if (!framing->has_body || route->method != "POST") return std::nullopt;
+  if (framing->content_length > options_.max_body_bytes) {
+    return TooLarge("request body exceeds the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
+  }
+  const std::string type = req.get_header_value("Content-Type");
+  if (!IsJsonMediaType(type)) {
+    // Also the CSRF guard: a page may POST text/plain, forms or multipart anywhere without a preflight.
+    return ApiError{415, "invalid_request_error", "Content-Type must be application/json, not " + Quoted(type), ""};
+  }
+  const std::string encoding = req.get_header_value("Content-Encoding");
+  if (!DecodableEncoding(encoding)) {
+    return ApiError{415, "invalid_request_error",
+                    "Content-Encoding " + Quoted(encoding) + " is not supported (gzip, deflate, br or none)", ""};
+  }
+  return std::nullopt;
+}
+
+bool HttpServer::Screen(const httplib::Request& req, httplib::Response& res) {
+  t_request_start = ctx_.clock.steady_seconds();
+  const std::string origin = req.get_header_value("Origin");
+  const bool allowed = access_.OriginAllowed(origin);
+  if (allowed) {
+    res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "Origin");
+  }
+  BodyFraming framing;
+  const std::optional<ApiError> refusal = Refusal(req, &framing);
+  // A body ember does not read would be parsed as the next request: this connection ends here.
+  if (refusal || (framing.has_body && req.method != "POST")) TransportServer::CloseAfterResponse();
+  if (refusal) {
+    RenderError(res, *refusal, FlavorForPath(req.path));
+    return true;
+  }
+  if (req.method != "OPTIONS") return false;
+  if (!allowed) {
+    RenderError(res, {403, "permission_error", "CORS origin '" + origin + "' is not allowed (see --cors-origin)", ""},
+                FlavorForPath(req.path));
+    return true;
+  }
+  res.status = 204;
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+  res.set_header("Access-Control-Allow-Headers",
+                 asked.empty() ? "Authorization, Content-Type, x-api-key, anthropic-version" : asked);
+  res.set_header("Access-Control-Max-Age", "600");
+  return true;
+}
+
+std::optional<ApiError> HttpServer::ReadBody(const httplib::Request& req, const httplib::ContentReader& read,
+                                             std::string* body) const {
+  BodyFraming framing;
+  if (ParseBodyFraming(req, &framing) || !framing.has_body) return std::nullopt;  // Screen refused bad framing
+  const BodyRead result = ReadCappedBody(read, options_.max_body_bytes, body);
+  if (result == BodyRead::kOk) return std::nullopt;
+  TransportServer::CloseAfterResponse();  // the rest of the body is never read
+  const ReadFailure failure = TransportServer::CurrentReadFailure();
+  if (result == BodyRead::kTooLarge) {
+    return TooLarge("request body exceeds the limit of " + std::to_string(options_.max_body_bytes) +
+                    " bytes (counted after chunked and Content-Encoding decoding)");
+  }
+  if (failure == ReadFailure::kBodyLimit) {
+    return TooLarge("request body exceeds " + std::to_string(LimitsFor(options_).max_raw_body_bytes) +
+                    " bytes on the wire (chunk framing included)");
+  }
+  if (failure == ReadFailure::kDeadline) return TooSlow(options_, "request body");
+  return InvalidRequest("request body could not be read: truncated, bad chunked framing, or bad gzip/deflate/br "
+                        "data");
+}
+
 void HttpServer::InstallHooks() {
   for (const Route& route : routes_) {
-    auto handler = [this, &route](const httplib::Request& q, httplib::Response& s) { Dispatch(route, q, s); };
-    if (route.method == "GET") http_->Get(route.path, handler);
-    else http_->Post(route.path, handler);
+    if (route.method == "GET") {
+      http_->Get(route.path, [this, &route](const httplib::Request& q, httplib::Response& s) {
+        Dispatch(route, q, s);
+      });
+      continue;
+    }
+    // Bodies are read here rather than by httplib, so the cap holds on the decoded bytes as they arrive.
+    http_->Post(route.path, [this, &route](const httplib::Request& q, httplib::Response& s,
+                                           const httplib::ContentReader& read) {
+      httplib::Request with_body = q;
+      std::optional<ApiError> err = ReadBody(q, read, &with_body.body);
+      if (err) return RenderError(s, *err, route.flavor);
+      Dispatch(route, with_body, s);
+    });
   }
-  InstallCors();
+  http_->set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& s) {
+    return Screen(q, s) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
+  });
+  // `Expect: 100-continue` (curl, for large bodies) gets the refusal instead of an invitation to send.
+  http_->set_expect_100_continue_handler([this](const httplib::Request& q, httplib::Response& s) {
+    BodyFraming framing;
+    const std::optional<ApiError> refusal = Refusal(q, &framing);
+    if (!refusal) return 100;
+    TransportServer::CloseAfterResponse();
+    RenderError(s, *refusal, FlavorForPath(q.path));
+    return s.status;
+  });
   InstallErrorShaping();
-  const size_t threads = static_cast<size_t>(std::max(2, options_.http_threads));
+  const size_t threads = static_cast<size_t>(std::max(2, HttpWorkerThreads(options_)));
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(1000);
-  http_->set_keep_alive_timeout(2);  // bounds how long an idle keep-alive connection delays shutdown
-}
-
-// Pre-routing: notes the start time and answers CORS (headers for allowed origins, OPTIONS preflight).
-void HttpServer::InstallCors() {
-  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    t_request_start = ctx_.clock.steady_seconds();
-    const std::string origin = req.get_header_value("Origin");
-    const bool allowed = access_.OriginAllowed(origin);
-    if (allowed) {
-      res.set_header("Access-Control-Allow-Origin", origin);
-      res.set_header("Vary", "Origin");
-    }
-    if (req.method != "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
-    if (!allowed) {
-      RenderError(res, {403, "permission_error", "CORS origin '" + origin + "' is not allowed (see --cors-origin)", ""},
-                  FlavorForPath(req.path));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    res.status = 204;
-    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    const std::string asked = req.get_header_value("Access-Control-Request-Headers");
-    res.set_header("Access-Control-Allow-Headers",
-                   asked.empty() ? "Authorization, Content-Type, x-api-key, anthropic-version" : asked);
-    res.set_header("Access-Control-Max-Age", "600");
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  http_->set_keep_alive_timeout(5);  // idle time a kept-alive connection gets for its next request
 }
 
 // httplib's own failures (unknown route, body over the limit, malformed request) arrive at the error
@@ -124,9 +246,21 @@ void HttpServer::InstallErrorShaping() {
                                                                         httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
     ApiError err;
-    if (res.status == 404) err = NotFoundError("no route for " + req.method + " " + req.path);
-    else if (res.status == 413) err = TooLarge("request body exceeds the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
-    else err = {res.status, "invalid_request_error", "malformed HTTP request", ""};
+    const ReadFailure failure = TransportServer::CurrentReadFailure();
+    if (failure == ReadFailure::kDeadline) {
+      err = TooSlow(options_, "request headers");
+    } else if (failure == ReadFailure::kHeaderLimit) {
+      err = {431, "invalid_request_error",
+             "request line and headers exceed " + std::to_string(TransportLimits{}.max_header_bytes) + " bytes", ""};
+    } else if (res.status == 404) {
+      err = NotFoundError("no route for " + req.method + " " + req.path);
+    } else if (res.status == 413) {
+      err = TooLarge("request body exceeds the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
+    } else if (res.status == 414) {
+      err = {414, "invalid_request_error", "request URI exceeds 8192 bytes", ""};
+    } else {
+      err = {res.status, "invalid_request_error", "malformed HTTP request", ""};
+    }
     RenderError(res, err, FlavorForPath(req.path));
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -145,16 +279,15 @@ void HttpServer::InstallErrorShaping() {
 Status HttpServer::Start() {
   // A client that vanishes mid-write must not kill the process with SIGPIPE; write() returns EPIPE.
   std::signal(SIGPIPE, SIG_IGN);
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host);
-  } else {
-    port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
-  }
+  port_ = http_->Bind(options_.host, options_.port);
   if (port_ <= 0) {
     return IoError("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                    " (address in use or not available)");
   }
   listener_ = std::thread([this] { http_->listen_after_bind(); });
+  // httplib's stop() does nothing before the accept loop has begun: a Shutdown() right after Start()
+  // would leave the listener in accept() for good (seen in the bind tests).
+  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return Status::Ok();
 }
 

@@ -1,11 +1,14 @@
-// The HTTP front door: binds, dispatches the route table, enforces auth, CORS and the body limit, shapes
-// every error (including httplib's own 404/413) as JSON in the route's API flavor, counts requests.
+// The HTTP front door: binds, dispatches the route table, enforces auth, CORS, the Host check and the
+// transport limits (body cap after decoding, JSON content type, request deadline; http_transport.h),
+// shapes every error (including httplib's own 404/413) as JSON in the route's API flavor, counts requests.
 //
-// Threads: one listener thread (accept loop), a pool of `http_threads` connection workers (parse,
+// Threads: one listener thread (accept loop), a pool of HttpWorkerThreads() connection workers (parse,
 // validate, template, tokenize, stream), and the Scheduler's single generation lane. See docs/server.md.
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,11 +17,10 @@
 #include "server/serve_options.h"
 #include "server/server_context.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace ember::server {
+
+class TransportServer;
+struct BodyFraming;
 
 class HttpServer {
  public:
@@ -40,18 +42,26 @@ class HttpServer {
  private:
   void DefineMetrics();
   void Dispatch(const Route& route, const httplib::Request& req, httplib::Response& res);
+  const Route* FindRoute(const std::string& method, const std::string& path) const;
+  // What can be refused from the request line and headers alone, before a body byte is read.
+  std::optional<ApiError> Refusal(const httplib::Request& req, BodyFraming* framing) const;
+  // Pre-routing: timing, CORS headers and preflights, Refusal. True when the request was answered.
+  bool Screen(const httplib::Request& req, httplib::Response& res);
+  // A POST body, decoded and capped at max_body_bytes; empty when the request frames none.
+  std::optional<ApiError> ReadBody(const httplib::Request& req, const httplib::ContentReader& read,
+                                   std::string* body) const;
   void InstallHooks();
-  void InstallCors();
   void InstallErrorShaping();
 
   ServeOptions options_;
   InferenceBackend* backend_;
   MetricsRegistry metrics_;
   AccessControl access_;
+  HostAllowlist hosts_;
   Scheduler scheduler_;
   ServerContext ctx_;
   std::vector<Route> routes_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<TransportServer> http_;
   std::thread listener_;
   int port_ = -1;
   bool stopped_ = false;

@@ -23,8 +23,13 @@ struct ServeOptions {
   bool completion_prompt_specials = true;
   size_t max_queue = 64;                   // waiting generations beyond this get 429
   int threads = 0;                         // engine compute threads; 0 = physical cores
-  int http_threads = 64;                   // connection workers (each open stream holds one)
+  // Connection workers; each open connection holds one, a streaming or queued client for its whole
+  // generation. 0 = HttpWorkerThreads(): enough that the queue limit fires before workers run out.
+  int http_threads = 0;
   double shutdown_timeout_s = 10;          // grace for in-flight work on SIGTERM/SIGINT
+  // Host names served beyond loopback ones ("*" = any); checked when bound to loopback or when given.
+  std::vector<std::string> allowed_hosts;
+  double request_timeout_s = 30;           // first byte of a request -> end of its body, else 408
   int fake_token_delay_ms = 0;             // FakeBackend: per-token sleep
   int32_t fake_context_length = 4096;      // FakeBackend: context length
   std::string prompt_cache_bytes;          // RAM tier cap ("8G", "0" = off); empty: a quarter of RAM
@@ -36,5 +41,16 @@ struct ServeOptions {
   bool ssd_cache_verify = true;            // verify tensor checksums on restore
   double ssd_flush_timeout_s = 60;         // bound of a cache flush (POST /admin/cache/flush, shutdown)
 };
+
+// Workers spare beyond the generations the queue admits (running + waiting): /health, /metrics, the
+// requests that get a 429, idle keep-alive connections.
+inline constexpr int kSpareHttpWorkers = 64;
+
+// The worker count in effect: http_threads, or max_queue + 1 + kSpareHttpWorkers (at most 4096).
+inline int HttpWorkerThreads(const ServeOptions& o) {
+  if (o.http_threads > 0) return o.http_threads;
+  const size_t wanted = o.max_queue + 1 + kSpareHttpWorkers;
+  return static_cast<int>(wanted < 4096 ? wanted : 4096);
+}
 
 }  // namespace ember::server

@@ -104,8 +104,11 @@ TEST(LoadConfigCheck, LoopbackOnlyAndBounded) {
 
 // A tiny OpenAI-style streaming server: `tokens` content chunks `delay_ms` apart, then usage and
 // [DONE]. At most `capacity` requests generate at once (others wait), like a server with fixed slots.
+// Other endings on request: an empty reply (finish_reason only), a stream cut after its first chunk,
+// a stream that ends cleanly but without [DONE].
 class FakeSseServer {
  public:
+  enum class Ending { kNormal, kEmptyReply, kCut, kNoDone };
   FakeSseServer(int tokens, int delay_ms, int capacity) : tokens_(tokens), delay_ms_(delay_ms), capacity_(capacity) {
     server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.body.find("\"stream\":true") == std::string::npos) {
@@ -118,6 +121,7 @@ class FakeSseServer {
         return;
       }
       res.set_chunked_content_provider("text/event-stream", [this](size_t, httplib::DataSink& sink) {
+        if (ending_ != Ending::kNormal) return OtherEnding(sink);
         Acquire();
         for (int i = 0; i < tokens_; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
@@ -142,8 +146,25 @@ class FakeSseServer {
   }
   int port() const { return port_; }
   void FailNext() { fail_next_ = true; }
+  void SetEnding(Ending e) { ending_ = e; }
 
  private:
+  bool OtherEnding(httplib::DataSink& sink) {
+    auto send = [&](const std::string& s) { sink.write(s.data(), s.size()); };
+    send("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":null}]}\n\n");
+    if (ending_ == Ending::kCut) {
+      send("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t0\"}}]}\n\n");
+      return false;  // httplib drops the connection without the last chunk
+    }
+    if (ending_ == Ending::kNoDone) send("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t0\"}}]}\n\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+    send("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+    send("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n");
+    if (ending_ != Ending::kNoDone) send("data: [DONE]\n\n");
+    sink.done();
+    return true;
+  }
+
   void Acquire() {
     for (;;) {
       int cur = active_.load();
@@ -159,6 +180,7 @@ class FakeSseServer {
   int tokens_, delay_ms_, capacity_;
   std::atomic<int> active_{0};
   std::atomic<bool> fail_next_{false};
+  std::atomic<Ending> ending_{Ending::kNormal};
 };
 
 TEST(LoadEndToEnd, ClosedAndOpenLoopAgainstFakeServer) {
@@ -214,6 +236,55 @@ TEST(LoadEndToEnd, NothingListeningIsATransportError) {
   RequestResult r = SendChatRequest(cfg);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("transport"), std::string::npos);
+}
+
+// The load tool reports what the server did, and only that (issue 14: "a load tool that cries wolf").
+TEST(LoadErrors, AnEmptyReplyTheServerEndedIsNoError) {
+  FakeSseServer server(0, 20, 4);
+  server.SetEnding(FakeSseServer::Ending::kEmptyReply);
+  LoadConfig cfg;
+  cfg.port = server.port();
+  cfg.request_timeout_s = 10;
+  const RequestResult r = SendChatRequest(cfg);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.completion_tokens, 1);
+  EXPECT_GE(r.ttft_s, 0.020 * 0.9);  // the finish arrived after the 20 ms "generation"
+  EXPECT_GE(r.latency_s, r.ttft_s);
+}
+
+TEST(LoadErrors, ACutStreamIsATransportErrorNamingWhatArrived) {
+  FakeSseServer server(0, 1, 4);
+  server.SetEnding(FakeSseServer::Ending::kCut);
+  LoadConfig cfg;
+  cfg.port = server.port();
+  cfg.request_timeout_s = 10;
+  const RequestResult r = SendChatRequest(cfg);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error.rfind("transport: ", 0), 0u) << r.error;
+  EXPECT_NE(r.error.find("connection lost after"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("after 0 "), std::string::npos) << r.error;  // the first chunks did arrive
+}
+
+TEST(LoadErrors, AStreamWithoutDoneIsTheServersError) {
+  FakeSseServer server(0, 1, 4);
+  server.SetEnding(FakeSseServer::Ending::kNoDone);
+  LoadConfig cfg;
+  cfg.port = server.port();
+  cfg.request_timeout_s = 10;
+  const RequestResult r = SendChatRequest(cfg);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("without data: [DONE]"), std::string::npos) << r.error;
+}
+
+TEST(LoadErrors, TheClientsOwnTimeoutIsNotATransportError) {
+  FakeSseServer server(/*tokens=*/15, /*delay_ms=*/100, 4);
+  LoadConfig cfg;
+  cfg.port = server.port();
+  cfg.request_timeout_s = 1;
+  const RequestResult r = SendChatRequest(cfg);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error.rfind("timeout: ", 0), 0u) << r.error;
+  EXPECT_NE(r.error.find("--timeout 1 s"), std::string::npos) << r.error;
 }
 
 }  // namespace

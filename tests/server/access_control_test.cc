@@ -64,5 +64,41 @@ TEST(AccessControl, ConfiguredOrigins) {
   EXPECT_TRUE(any.OriginAllowed("https://anything.example"));
 }
 
+TEST(HostAllowlist, LoopbackNamesAndConfiguredHostsOnly) {
+  const HostAllowlist hosts(/*enforce=*/true, {"My.Box", "api.example:8443"});
+  for (const char* ok : {"localhost", "LOCALHOST:8080", "app.localhost", "127.0.0.1", "127.4.5.6:1", "[::1]",
+                         "[::1]:8080", "my.box", "MY.BOX:443", "api.example", "api.example:1", ""}) {
+    EXPECT_TRUE(hosts.Allowed(ok)) << ok;
+  }
+  for (const char* bad : {"attacker.example", "attacker.example:8080", "localhost.attacker.example",
+                          "127.0.0.1.attacker.example", "10.0.0.1", "128.0.0.1", "127.0.0.256", "127.0.0",
+                          "127.0.0.1.1", "localhost:80x", "localhost:", "[::2]", "[::1", "my.box.evil", ":8080"}) {
+    EXPECT_FALSE(hosts.Allowed(bad)) << bad;
+  }
+  EXPECT_TRUE(HostAllowlist(true, {"*"}).Allowed("anything.example:1"));
+  EXPECT_TRUE(HostAllowlist(false, {}).Allowed("attacker.example"));  // not bound to loopback
+}
+
+TEST(HostAllowlist, LoopbackBindAddresses) {
+  for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LocalHost"}) {
+    EXPECT_TRUE(IsLoopbackBindAddress(a)) << a;
+  }
+  for (const char* a : {"0.0.0.0", "::", "192.168.1.5", "example.com", ""}) EXPECT_FALSE(IsLoopbackBindAddress(a)) << a;
+  EXPECT_TRUE(IsLoopbackAuthority("127.0.0.1:8080"));
+  EXPECT_FALSE(IsLoopbackAuthority("127.0.0.1:80:80"));
+}
+
+TEST(JsonMediaType, ParametersAndCaseButNothingElse) {
+  for (const char* ok : {"application/json", "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8",
+                         " application/json "}) {
+    EXPECT_TRUE(IsJsonMediaType(ok)) << ok;
+  }
+  for (const char* bad : {"", "text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded",
+                          "multipart/form-data; boundary=x", "application/json-seq", "application/jsonp",
+                          "text/json", "application/x-json"}) {
+    EXPECT_FALSE(IsJsonMediaType(bad)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ember::server
