@@ -25,7 +25,11 @@ constexpr size_t kMaxTemplateBytes = 8 << 10;
 ember::jinja::EvalOptions FuzzOptions() {
   ember::jinja::EvalOptions opts;
   opts.clock = [] { return std::chrono::system_clock::time_point(std::chrono::seconds(1721989800)); };
-  opts.max_output_bytes = 1 << 20;
+  // Small limits keep every run fast: the limits themselves are what is being fuzzed, not their size.
+  opts.limits.max_output_bytes = 1 << 20;
+  opts.limits.max_string_bytes = 1 << 20;
+  opts.limits.max_items = 100'000;
+  opts.limits.max_steps = 1'000'000;
   return opts;
 }
 

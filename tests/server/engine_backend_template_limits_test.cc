@@ -19,13 +19,13 @@ TEST(EngineBackendTemplateLimits, LimitsAreInvalidRequests) {
   auto backend = CreateEngineBackend(o);
   ASSERT_TRUE(backend.ok()) << backend.status().ToString();
 
+  // JSON text nested past kMaxJsonDepth (json_input.h) reaches the template as the string it is: never
+  // converted recursively, never a crash (the request parsers already answer such arguments with a 400).
+  const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
   ChatTemplateInput deep;
   deep.messages = {{"user", "hi", {}, "", ""}};
-  deep.kwargs_json = {{"extra", std::string(100000, '[') + std::string(100000, ']')}};
-  const auto r = (*backend)->ApplyChatTemplate(deep);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
-  EXPECT_NE(r.status().message().find("max_depth exceeded"), std::string::npos) << r.status().ToString();
+  deep.kwargs_json = {{"extra", deep_json}};
+  EXPECT_TRUE((*backend)->ApplyChatTemplate(deep).ok());
 
   ChatTemplateInput big;
   big.messages = {{"user", std::string(40u << 20, 'x'), {}, "", ""}};
@@ -35,19 +35,14 @@ TEST(EngineBackendTemplateLimits, LimitsAreInvalidRequests) {
   EXPECT_NE(s.status().message().find("max_string_bytes exceeded"), std::string::npos);
 
   // Tool-call arguments and tool parameters arrive as JSON text, parsed again for the template: a deep
-  // document there is refused the same way (and never copied recursively on the way).
-  const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
+  // document there stays text the same way.
   ChatTemplateInput args;
   args.messages = {{"user", "hi", {}, "", ""}, {"assistant", "", {{"call_1", "f", deep_json}}, "", ""}};
-  const auto a = (*backend)->ApplyChatTemplate(args);
-  ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << a.status().ToString();
+  EXPECT_TRUE((*backend)->ApplyChatTemplate(args).ok());
   ChatTemplateInput tools;
   tools.messages = {{"user", "hi", {}, "", ""}};
   tools.tools = {{"f", "a tool", deep_json}};
-  const auto t = (*backend)->ApplyChatTemplate(tools);
-  ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().ToString();
+  EXPECT_TRUE((*backend)->ApplyChatTemplate(tools).ok());
 
   ChatTemplateInput fine;
   fine.messages = {{"user", "hello", {}, "", ""}};
