@@ -34,8 +34,8 @@ class Object {
   using Item = std::pair<std::string, Value>;
 
   const std::vector<Item>& items() const { return items_; }
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
+  size_t size() const;  // defined below Value: clang instantiates vector<Item>::size() eagerly
+  bool empty() const;
   const Value* Find(std::string_view key) const;
   void Set(const std::string& key, Value v);  // replaces in place, or appends
   void Clear();
@@ -131,6 +131,9 @@ class Value {
   // and one pointer keeps a Value (and the evaluator's frames, which hold several) small.
   std::shared_ptr<const void> ptr_;
 };
+
+inline size_t Object::size() const { return items_.size(); }
+inline bool Object::empty() const { return items_.empty(); }
 
 // How a value prints inside `{{ }}` (none/undefined print nothing: callers skip them). Errors for
 // functions, which have no printable form, and for containers past the limits (size, depth, a namespace
