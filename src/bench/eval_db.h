@@ -1,4 +1,4 @@
-// The eval DB (spec/bench.md §4): one SQLite file, one row per cell aggregate, every figure a real
+// The eval DB (docs/bench-spec.md §4): one SQLite file, one row per cell aggregate, every figure a real
 // column. Rows are appended, never rewritten; resumable runs ask HasCell before measuring.
 // Not thread-safe: one EvalDb per thread.
 #pragma once

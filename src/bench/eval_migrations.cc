@@ -4,7 +4,7 @@ namespace ember::bench {
 
 const std::vector<Migration>& EvalMigrations() {
   static const std::vector<Migration> kMigrations = {
-      // v1: one row per cell aggregate (spec/bench.md §4), every figure a real column.
+      // v1: one row per cell aggregate (docs/bench-spec.md §4), every figure a real column.
       {1, R"sql(
         CREATE TABLE evals (
           id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,4 +1,4 @@
-// `ember h2h`: head-to-head cells model x stack x leg, measured by the method of spec/bench.md §3:
+// `ember h2h`: head-to-head cells model x stack x leg, measured by the method of docs/bench-spec.md §3:
 //   - tokenize once per model; every stack gets the same ids, model file and thread count;
 //   - preflight before each leg and again after it (so between legs); both snapshots go in the row;
 //   - one discarded warm-up round per stack (page cache, lazy loads);

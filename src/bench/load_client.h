@@ -1,4 +1,4 @@
-// `ember load`: a serving-load client for ember's OpenAI-compatible server (spec/bench.md §6).
+// `ember load`: a serving-load client for ember's OpenAI-compatible server (docs/bench-spec.md §6).
 // Closed loop: 1..N requests in flight; open loop: requests started on a fixed schedule (per minute).
 // Each request is `POST /v1/chat/completions` with `stream: true`; TTFT is measured at the client
 // (sent -> first content chunk; an empty reply's finish chunk) and tokens come from the final `usage`.

@@ -1,4 +1,4 @@
-// Statistics of a serving-load run (spec/bench.md §6), pure so they are tested on synthetic data:
+// Statistics of a serving-load run (docs/bench-spec.md §6), pure so they are tested on synthetic data:
 // per-level percentiles of TTFT and latency, aggregate and per-request tok/s, errors, and the
 // saturation knee (the load level past which more load buys no more throughput).
 #pragma once

@@ -1,4 +1,4 @@
-// Preflight (spec/bench.md §1): judges whether the machine is fit to benchmark on, from two samples
+// Preflight (docs/bench-spec.md §1): judges whether the machine is fit to benchmark on, from two samples
 // taken a short window apart. Every lesson behind a check was measured: leftover swap turned 32 tok/s
 // into 0.02; a background indexer at 87% CPU with a tiny RSS passed every memory check; a cold page
 // cache dominated the prefill timer. A clean preflight is still only a coarse pre-gate: the run spread

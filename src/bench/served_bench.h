@@ -1,4 +1,4 @@
-// The served arena (spec/bench.md §2-3): ember's HTTP server measured from a client on loopback.
+// The served arena (docs/bench-spec.md §2-3): ember's HTTP server measured from a client on loopback.
 //
 // Building blocks shared by `ember bench MODEL --served` and h2h's served and cache legs:
 //   - ServerProcess: `ember serve MODEL --port 0` as a child in its own process group; start -> ready is

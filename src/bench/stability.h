@@ -1,4 +1,4 @@
-// Run-stability policy (spec/bench.md §3). A clean preflight does not prove clean measurements; the
+// Run-stability policy (docs/bench-spec.md §3). A clean preflight does not prove clean measurements; the
 // direct quality signal is the spread of repeated runs. Interference (a background indexer, a thermal
 // dip) only ever slows a run down, so when runs disagree the *fast* cluster is the truth:
 //

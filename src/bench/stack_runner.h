@@ -15,7 +15,7 @@
 
 namespace ember::bench {
 
-// The arenas of spec/bench.md §3; rows only ever compare within one leg.
+// The arenas of docs/bench-spec.md §3; rows only ever compare within one leg.
 enum class Leg {
   kDirect,        // library call in-process: prefill and decode speed
   kServed,        // through the HTTP server: TTFT, served decode, start -> ready

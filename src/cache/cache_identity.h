@@ -1,4 +1,4 @@
-// The cold tier's identity directory name (spec/cache.md §4.2): a hash of everything that changes the
+// The cold tier's identity directory name (docs/cache-spec.md §4.2): a hash of everything that changes the
 // numbers a cached KV state holds, so a server only ever reads entries its own model would compute.
 //
 //   weights    XXH3-64 of every tensor's name, type, shape and data bytes. The whole data section is

@@ -1,4 +1,4 @@
-// Prompt-cache namespaces (spec/cache.md §1): reuse never crosses one. A namespace is the adapter stack
+// Prompt-cache namespaces (docs/cache-spec.md §1): reuse never crosses one. A namespace is the adapter stack
 // (ids AND a hash of each adapter's weights, plus its scale; order-sensitive; empty = base model) and
 // the tenant: TenantOf(the identity of the API key that authenticated the request, its cache_salt), so
 // two keys never share an entry, nor two salts under one key.

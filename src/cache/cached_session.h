@@ -1,4 +1,4 @@
-// A request through the engine with the prompt cache in front of it (spec/cache.md §2, §4):
+// A request through the engine with the prompt cache in front of it (docs/cache-spec.md §2, §4):
 //
 //   1. Lookup(prompt, ns) -> view at p (or a miss); with a cold tier (TieredCache), an SSD entry strictly
 //      longer than p is restored instead when that is estimated cheaper than recomputing the difference.

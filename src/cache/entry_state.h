@@ -1,6 +1,6 @@
 // The model state a prompt-cache entry holds, seen through one interface whatever the architecture
 // (style.md point 8). The cache never looks inside a state: it asks what each layer still holds and
-// applies the trim rules of spec/cache.md §3 itself (cache/trim_rules.h), so a state cannot claim a reuse
+// applies the trim rules of docs/cache-spec.md §3 itself (cache/trim_rules.h), so a state cannot claim a reuse
 // the rules forbid.
 //
 // Implementations: KvEntryState (cache/kv_entry_state.h) over KvState; test-only kinds in tests/cache/.

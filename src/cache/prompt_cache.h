@@ -1,4 +1,4 @@
-// The prompt cache's RAM tier (spec/cache.md §2): token sequences -> model state, byte-capped LRU.
+// The prompt cache's RAM tier (docs/cache-spec.md §2): token sequences -> model state, byte-capped LRU.
 //
 // INVARIANT: every stored entry is immutable, belongs to exactly one namespace, holds exactly
 // len(tokens) positions, and the distinct bytes of all entries' buffers stay <= capacity() after every

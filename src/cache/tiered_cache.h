@@ -1,4 +1,4 @@
-// RAM prompt cache + SSD cold tier (spec/cache.md §4): the one object a request path talks to when the
+// RAM prompt cache + SSD cold tier (docs/cache-spec.md §4): the one object a request path talks to when the
 // cold tier is on. It composes, without changing their contracts:
 //
 //   PromptCache  the RAM LRU (pure RAM: it only calls the spill hook on eviction);

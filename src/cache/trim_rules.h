@@ -1,4 +1,4 @@
-// The reuse rules of spec/cache.md §3, applied by the cache to what an EntryState says it holds.
+// The reuse rules of docs/cache-spec.md §3, applied by the cache to what an EntryState says it holds.
 //
 //   kFull       any p in [0, n_pos]: every position is held (held_from == 0).
 //   kWindow     p == n_pos, or the positions a reuse at p attends to, [max(0, p - window), p), are still

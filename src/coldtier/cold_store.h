@@ -1,4 +1,4 @@
-// The SSD cold tier's index of entry files (spec: shared/spec/cache.md §4; format: entry_format.h).
+// The SSD cold tier's index of entry files (spec: docs/cache-spec.md §4; format: entry_format.h).
 //
 // Layout: <root>/<identity>/<namespace-hash>/<id>.entry, where id is a hash of (namespace, tokens), so a
 // second Put of the same tokens renames over the first file (dedup without a window where neither exists).

@@ -1,4 +1,4 @@
-// The kill -9 harness of the cold tier (spec/cache.md §7: "kill -9 during a write: no corrupt entry is
+// The kill -9 harness of the cold tier (docs/cache-spec.md §7: "kill -9 during a write: no corrupt entry is
 // ever served"). RunCrashWriter is the victim: it writes entries into a real directory through PosixEnv
 // forever, with contents that are a pure function of the tokens, so after the process is killed at a
 // random instant VerifyCrashDir can check, from the files alone, that

@@ -1,4 +1,4 @@
-// The cold tier's one serial, byte-capped background writer (spec/cache.md §4.6). Spills, idle
+// The cold tier's one serial, byte-capped background writer (docs/cache-spec.md §4.6). Spills, idle
 // demotions, write-behind snapshots and pressure-relief writes all go through it, so disk writes never
 // run on a generation thread and never overlap each other (ColdStore has one writer).
 //

@@ -11,7 +11,7 @@
 //
 // Determinism: logits are bitwise independent of how a token sequence is split into ubatches (prefill
 // chunk vs decode step), so a sequence adopted from a cached KV view and continued gives bitwise the
-// logits and tokens of one computed from scratch (spec/cache.md §6).
+// logits and tokens of one computed from scratch (docs/cache-spec.md §6).
 #pragma once
 
 #include <atomic>

@@ -5,7 +5,7 @@
 // Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants, fp16-rounded for F16, bf16-rounded for BF16, plain f32
 // for F32), then each block's integer dot product is scaled by the block scales and accumulated in f32.
 //
-// Batch invariance (spec/cache.md §6): y[t, o] is bitwise identical whatever n_tok and whatever the
+// Batch invariance (docs/cache-spec.md §6): y[t, o] is bitwise identical whatever n_tok and whatever the
 // pool's thread count, because every (t, o) is computed by one fixed sequence of operations (same
 // SIMD lane split, same horizontal-reduction order) whether it is part of a prefill tile or a decode
 // step. MatMul (SIMD, runtime-dispatched) and MatMulReference (scalar) are bitwise identical too: the

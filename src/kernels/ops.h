@@ -1,6 +1,6 @@
 // Element-wise and row-wise operations of a transformer forward pass, with ggml's numerics where they
 // matter for logit parity with llama.cpp. All functions are single-threaded and deterministic: each
-// output depends only on its own row's inputs, in a fixed order (batch invariance, spec/cache.md §6).
+// output depends only on its own row's inputs, in a fixed order (batch invariance, docs/cache-spec.md §6).
 // Pointers may alias only where stated ("in place ok").
 #pragma once
 

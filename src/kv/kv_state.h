@@ -17,7 +17,7 @@
 //            Commit the group releases whole blocks that lie entirely before n_pos - W - window_margin,
 //            so it holds at most W + margin (+ two partial blocks) positions whatever the sequence length.
 //            held_from() is the first position still held; the state can be trimmed/viewed at p only if
-//            p == n_pos or held_from() <= max(0, p - W) (spec/cache.md §3.2, docs/sliding-window.md).
+//            p == n_pos or held_from() <= max(0, p - W) (docs/cache-spec.md §3.2, docs/sliding-window.md).
 //   kRecurrent declared so the prompt cache can be written against its rule; Create() refuses it with
 //            Unimplemented — never a silent fallback.
 //

@@ -1,6 +1,6 @@
 // The transformer forward pass over one ubatch, with every activation buffer allocated up front.
 //
-// Batch invariance (spec/cache.md §6): the logits of position i are bitwise identical whether i is
+// Batch invariance (docs/cache-spec.md §6): the logits of position i are bitwise identical whether i is
 // computed inside a prefill ubatch of any size or as a single decode step. Every op computes each
 // token's row by a fixed sequence of operations (kernels contract), and attention for the query at
 // position p reads keys [0, p] (a window layer: (p - n_swa, p]) block by block in position order —

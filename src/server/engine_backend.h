@@ -1,6 +1,5 @@
-// The factory `ember serve MODEL` calls to get the real engine behind the InferenceBackend interface.
-// The engine owner fills in engine_backend.cc; until then it reports kUnimplemented and `ember serve`
-// says so (use --fake to run the server without a model).
+// The factory `ember serve MODEL` calls: loads the Engine, opens the TieredCache (RAM, and the SSD tier
+// unless disabled or refused) and serves Generate through CachedSession (engine_backend.cc).
 #pragma once
 
 #include <memory>

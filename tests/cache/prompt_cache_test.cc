@@ -1,4 +1,4 @@
-// The RAM tier's rules (spec/cache.md §2–3), one named test per rule, over test-only entry states.
+// The RAM tier's rules (docs/cache-spec.md §2–3), one named test per rule, over test-only entry states.
 #include "cache/prompt_cache.h"
 
 #include <gtest/gtest.h>

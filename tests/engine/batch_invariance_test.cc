@@ -1,4 +1,4 @@
-// spec/cache.md §6: logits of position i are bitwise identical whether i was computed inside a prefill
+// docs/cache-spec.md §6: logits of position i are bitwise identical whether i was computed inside a prefill
 // chunk of any size or as a single decode step, and a sequence continued from a shared KV view gives
 // bitwise the logits of one computed from scratch.
 #include <gtest/gtest.h>

@@ -137,6 +137,7 @@ class TransportTest : public ::testing::Test {
  protected:
   void Start(ServeOptions o = {}, FakeBackend::Options f = {}) {
     o.host = "127.0.0.1";
+    o.port = 0;  // any free port: ctest runs tests in parallel, and 8080 may be a user's server
     o.shutdown_timeout_s = 1;
     backend_ = std::make_unique<FakeBackend>(f);
     server_ = std::make_unique<HttpServer>(o, backend_.get());
