@@ -33,6 +33,21 @@ int32_t SpecialTokenMatcher::Child(int32_t node, uint8_t byte) const {
   return (it != kids.end() && it->first == byte) ? it->second : -1;
 }
 
+// Calls fn(special, begin, end) for every occurrence of every special token's text in `text`, by start
+// position, shorter matches first.
+template <class Fn>
+void SpecialTokenMatcher::ForEachOccurrence(std::string_view text, Fn&& fn) const {
+  for (size_t p = 0; p < text.size(); ++p) {
+    if (!first_byte_[static_cast<uint8_t>(text[p])]) continue;
+    int32_t node = 0;
+    for (size_t q = p; q < text.size(); ++q) {
+      node = Child(node, static_cast<uint8_t>(text[q]));
+      if (node < 0) break;
+      for (const int32_t s : nodes_[node].specials) fn(s, p, q + 1);
+    }
+  }
+}
+
 void SpecialTokenMatcher::Partition(std::string_view text, bool parse_special, std::vector<Piece>& out) const {
   out.clear();
   if (text.empty()) return;
@@ -42,17 +57,9 @@ void SpecialTokenMatcher::Partition(std::string_view text, bool parse_special, s
     uint32_t pos;
   };
   std::vector<Occurrence> occ;
-  for (size_t p = 0; p < text.size(); ++p) {
-    if (!first_byte_[static_cast<uint8_t>(text[p])]) continue;
-    int32_t node = 0;
-    for (size_t q = p; q < text.size(); ++q) {
-      node = Child(node, static_cast<uint8_t>(text[q]));
-      if (node < 0) break;
-      for (const int32_t s : nodes_[node].specials) {
-        if (parse_special || !specials_[s].parse_only) occ.push_back({s, static_cast<uint32_t>(p)});
-      }
-    }
-  }
+  ForEachOccurrence(text, [&](int32_t s, size_t p, size_t) {
+    if (parse_special || !specials_[s].parse_only) occ.push_back({s, static_cast<uint32_t>(p)});
+  });
   if (occ.empty()) {
     out.push_back({0, static_cast<uint32_t>(text.size()), -1});
     return;
@@ -83,19 +90,9 @@ void SpecialTokenMatcher::Partition(std::string_view text, bool parse_special, s
 
 void SpecialTokenMatcher::ParseOnlyOccurrences(std::string_view text, std::vector<Piece>& out) const {
   out.clear();
-  for (size_t p = 0; p < text.size(); ++p) {
-    if (!first_byte_[static_cast<uint8_t>(text[p])]) continue;
-    int32_t node = 0;
-    for (size_t q = p; q < text.size(); ++q) {
-      node = Child(node, static_cast<uint8_t>(text[q]));
-      if (node < 0) break;
-      for (const int32_t sp : nodes_[node].specials) {
-        if (specials_[sp].parse_only) {
-          out.push_back({static_cast<uint32_t>(p), static_cast<uint32_t>(q + 1), specials_[sp].id});
-        }
-      }
-    }
-  }
+  ForEachOccurrence(text, [&](int32_t sp, size_t p, size_t end) {
+    if (specials_[sp].parse_only) out.push_back({static_cast<uint32_t>(p), static_cast<uint32_t>(end), specials_[sp].id});
+  });
 }
 
 }  // namespace ember

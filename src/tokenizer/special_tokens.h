@@ -49,6 +49,8 @@ class SpecialTokenMatcher {
     std::vector<int32_t> specials;                      // indexes into specials_ ending here
   };
   int32_t Child(int32_t node, uint8_t byte) const;
+  template <class Fn>
+  void ForEachOccurrence(std::string_view text, Fn&& fn) const;
 
   std::vector<Special> specials_;
   std::vector<Node> nodes_;  // nodes_[0] is the root
