@@ -95,7 +95,7 @@ class PromptCache {
   // Entries oldest-used first (tests, /stats detail, pressure relief).
   std::vector<std::shared_ptr<const CacheEntry>> EntriesByRecency() const;
 
-  // ---- For the cold tier (cache/tiered_cache.h); none of these spills ----
+  // ---- For the cold tier (tiered/tiered_cache.h); none of these spills ----
   // The entry with exactly these tokens in ns, if stored (write-behind persists it only if it still is).
   std::shared_ptr<const CacheEntry> FindExact(std::span<const int32_t> tokens, const std::string& ns) const;
   // Entries whose last use (insert or lookup hit) is at or before cutoff_us, oldest first.

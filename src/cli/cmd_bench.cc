@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/served_bench.h"
-#include "cache/cache_bench.h"
+#include "bench/cache_bench.h"
 #include "cache/cache_options.h"
 #include "cli/command.h"
 #include "engine/engine.h"
@@ -222,7 +222,7 @@ Status Run(const Args& a) {
   return Status::Ok();
 }
 
-// `ember bench MODEL --cache`: the cache benchmark of src/cache/cache_bench.h with its default script.
+// `ember bench MODEL --cache`: the cache benchmark of src/bench/cache_bench.h with its default script.
 Status RunCacheLeg(const Args& a) {
   CacheBenchOptions o;
   o.cache_bytes = DefaultPromptCacheBytes();

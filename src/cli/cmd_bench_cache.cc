@@ -1,10 +1,10 @@
 // ember bench-cache: the scripted multi-turn conversation timed with the prompt cache on and off
-// (src/cache/cache_bench.h); `ember bench --cache` forwards here.
+// (src/bench/cache_bench.h); `ember bench --cache` forwards here.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_bench.h"
+#include "bench/cache_bench.h"
 #include "cache/cache_options.h"
 #include "cli/command.h"
 #include "engine/engine.h"

@@ -1,8 +1,8 @@
-// ember bench-ssd MODEL: the SSD cold tier's measurements (src/cache/ssd_bench.h) — restart + restore vs
+// ember bench-ssd MODEL: the SSD cold tier's measurements (src/bench/ssd_bench.h) — restart + restore vs
 // re-prefill, startup scan of many entries, restore vs sequential read bandwidth, decode while writing.
 #include <iostream>
 
-#include "cache/ssd_bench.h"
+#include "bench/ssd_bench.h"
 #include "cli/command.h"
 #include "engine/engine.h"
 

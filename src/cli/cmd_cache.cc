@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache_options.h"
-#include "cache/ssd_paths.h"
+#include "tiered/ssd_paths.h"
 #include "cli/command.h"
 #include "coldtier/crash_writer.h"
 #include "coldtier/entry_file.h"
 #include "coldtier/entry_format.h"
-#include "coldtier/env.h"
+#include "util/env.h"
 #include "coldtier/private_dir.h"
 
 namespace ember::cli {

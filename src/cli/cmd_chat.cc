@@ -9,7 +9,7 @@
 
 #include "cache/cache_namespace.h"
 #include "cache/cache_options.h"
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 #include "cli/command.h"
 #include "engine/engine.h"
 #include "template/chat_template.h"

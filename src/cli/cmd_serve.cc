@@ -7,7 +7,7 @@
 #include <fstream>
 #include <memory>
 
-#include "cache/ssd_paths.h"
+#include "tiered/ssd_paths.h"
 #include "cli/command.h"
 #include "server/engine_backend.h"
 #include "server/fake_backend.h"

@@ -160,7 +160,7 @@ Status ColdStore::Commit(StagedEntry staged) {
     index_.erase(old);
   }
   StatusOr<int64_t> mtime = env_.GetMtimeMicros(path);
-  Indexed e{std::move(staged.ns), std::move(staged.tokens), staged.bytes, mtime.ok() ? *mtime : env_.NowMicros(),
+  Indexed e{std::move(staged.ns), std::move(staged.tokens), staged.bytes, mtime.ok() ? *mtime : env_.WallMicros(),
             staged.trimmable, staged.min_reusable_offset};
   bytes_ += e.bytes;
   index_[path] = std::move(e);
@@ -255,7 +255,7 @@ StatusOr<KvState> ColdStore::Restore(const ColdMatch& m) {
   }
   KvState state = std::move(loaded->state);
   if (Status st = state.TrimTo(m.usable); !st.ok()) return fail(st);
-  int64_t now = env_.NowMicros();
+  int64_t now = env_.WallMicros();
   // Recency for the byte cap lives in the file's mtime, so it survives restarts. Failing to touch it only
   // makes the entry look older; the restore itself succeeded.
   if (env_.SetMtimeMicros(m.path, now).ok()) it->second.mtime = now;

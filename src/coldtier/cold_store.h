@@ -18,7 +18,7 @@
 // the file and returns the error so the caller falls back to RAM or a fresh prefill.
 //
 // Thread-safety: none, except Stage(), which touches no index state. The cache's tiered layer
-// (cache/tiered_cache.h) serializes every other call under one mutex and runs Stage() — the slow part of a
+// (tiered/tiered_cache.h) serializes every other call under one mutex and runs Stage() — the slow part of a
 // write — outside it on the one serial writer thread, so a lookup never waits for a file to be written.
 #pragma once
 
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "coldtier/entry_file.h"
-#include "coldtier/env.h"
+#include "util/env.h"
 #include "kv/kv_state.h"
 #include "util/status.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "coldtier/env.h"
+#include "util/env.h"
 #include "kv/kv_state.h"
 #include "util/status.h"
 

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "coldtier/env.h"
+#include "util/env.h"
 #include "kv/kv_state.h"
 #include "util/status.h"
 

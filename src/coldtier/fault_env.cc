@@ -1,6 +1,7 @@
 #include "coldtier/fault_env.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -216,9 +217,16 @@ Status FaultInjectionEnv::SetMtimeMicros(const std::string& path, int64_t micros
   return Status::Ok();
 }
 
-int64_t FaultInjectionEnv::NowMicros() {
+int64_t FaultInjectionEnv::WallMicros() {
   std::lock_guard<std::mutex> lock(mu_);
   return now_;
+}
+
+bool FaultInjectionEnv::WaitUntil(CondVar* cv, Mutex* mu, int64_t deadline_micros) {
+  if (MonotonicMicros() < deadline_micros) {
+    cv->WaitUntilSteady(mu, std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+  }
+  return MonotonicMicros() >= deadline_micros;
 }
 
 StatusOr<PathInfo> FaultInjectionEnv::Stat(const std::string& path_in, bool /*follow_symlinks*/) {

@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "coldtier/env.h"
+#include "util/env.h"
 
 namespace ember {
 
@@ -56,7 +56,11 @@ class FaultInjectionEnv final : public Env {
   StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) override;
   StatusOr<int64_t> GetMtimeMicros(const std::string& path) override;
   Status SetMtimeMicros(const std::string& path, int64_t micros) override;
-  int64_t NowMicros() override;
+  int64_t WallMicros() override;
+  // The fake clock serves both clocks; sleeping advances it, a timed wait polls it.
+  int64_t MonotonicMicros() override { return WallMicros(); }
+  void SleepForMicros(int64_t micros) override { AdvanceMicros(micros); }
+  bool WaitUntil(CondVar* cv, Mutex* mu, int64_t deadline_micros) REQUIRES(mu) override;
   StatusOr<PathInfo> Stat(const std::string& path, bool follow_symlinks) override;
   Status SetPermissions(const std::string& path, uint32_t mode) override;
   uint32_t Uid() override { return kUid; }

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "coldtier/env.h"
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember {

@@ -10,13 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_identity.h"
+#include "tiered/cache_identity.h"
 #include "cache/cache_namespace.h"
 #include "cache/cache_options.h"
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 #include "cache/prompt_cache.h"
-#include "cache/tiered_cache.h"
-#include "coldtier/env.h"
+#include "tiered/tiered_cache.h"
+#include "util/env.h"
 #include "coldtier/private_dir.h"
 #include "engine/engine.h"
 #include "server/json_input.h"

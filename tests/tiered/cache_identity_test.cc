@@ -1,6 +1,6 @@
 // The weights-fingerprint memo under the cache root is untrusted bytes: damaged, truncated, hostile or
 // oversized, it is ignored (the hash recomputed) and healed on rewrite; nothing in it throws.
-#include "cache/cache_identity.h"
+#include "tiered/cache_identity.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

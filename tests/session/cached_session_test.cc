@@ -1,6 +1,6 @@
 // The cache in front of the real engine, on a tiny generated model: multi-turn reuse, bitwise equality
 // of logits and tokens between a cache hit and a cold run (spec §6), exact entries, concurrency.
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "cache/kv_entry_state.h"
-#include "cache/session_test_util.h"
+#include "session/session_test_util.h"
 
 namespace ember {
 namespace {

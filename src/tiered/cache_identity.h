@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "coldtier/env.h"
+#include "util/env.h"
 #include "format/gguf.h"
 #include "kv/kv_state.h"
 #include "util/status.h"

@@ -1,4 +1,4 @@
-#include "coldtier/env.h"
+#include "util/env.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <ctime>
+#include <thread>
 
 #include "util/hex.h"
 
@@ -103,6 +104,8 @@ struct FdCloser {
 };
 
 }  // namespace
+
+Env* Env::Default() { return PosixEnv::Default(); }
 
 PosixEnv* PosixEnv::Default() {
   static PosixEnv* env = new PosixEnv();  // never destroyed: usable from static destructors
@@ -231,9 +234,25 @@ Status PosixEnv::SetMtimeMicros(const std::string& path, int64_t micros) {
   return Status::Ok();
 }
 
-int64_t PosixEnv::NowMicros() {
+int64_t PosixEnv::WallMicros() {
   using namespace std::chrono;
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+int64_t PosixEnv::MonotonicMicros() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+void PosixEnv::SleepForMicros(int64_t micros) {
+  if (micros > 0) std::this_thread::sleep_for(std::chrono::microseconds(micros));
+}
+
+bool PosixEnv::WaitUntil(CondVar* cv, Mutex* mu, int64_t deadline_micros) {
+  using namespace std::chrono;
+  // MonotonicMicros is steady_clock's own epoch, so the deadline converts exactly.
+  cv->WaitUntilSteady(mu, steady_clock::time_point(duration_cast<steady_clock::duration>(microseconds(deadline_micros))));
+  return MonotonicMicros() >= deadline_micros;
 }
 
 StatusOr<PathInfo> PosixEnv::Stat(const std::string& path, bool follow_symlinks) {

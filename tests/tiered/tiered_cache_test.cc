@@ -1,7 +1,7 @@
 // RAM + SSD composition (spec §4.5-4.10) over an in-memory FaultInjectionEnv and a fake clock:
 // write-behind debounce, spill, strictly-longer rule, idle demotion after durability, pressure relief,
 // flush durability across a power cut, restore failures, disk full, restore-or-recompute.
-#include "cache/tiered_cache.h"
+#include "tiered/tiered_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "cache/ssd_paths.h"
+#include "tiered/ssd_paths.h"
 
 #include <cstdlib>
 

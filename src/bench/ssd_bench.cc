@@ -1,4 +1,4 @@
-#include "cache/ssd_bench.h"
+#include "bench/ssd_bench.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,9 +9,10 @@
 #include <filesystem>
 #include <thread>
 
-#include "cache/cache_bench.h"
-#include "cache/cached_session.h"
-#include "cache/tiered_cache.h"
+#include "bench/cache_bench.h"
+#include "util/env_wrapper.h"
+#include "session/cached_session.h"
+#include "tiered/tiered_cache.h"
 #include "coldtier/cold_store.h"
 #include "coldtier/write_queue.h"
 
@@ -38,8 +39,9 @@ void DropPageCache(const std::string& dir) {
 }
 
 // PosixEnv without fsync: only for *creating* the scan benchmark's 10,000 files quickly. Never serves.
-class NoSyncEnv final : public Env {
+class NoSyncEnv final : public EnvWrapper {
  public:
+  NoSyncEnv() : EnvWrapper(Env::Default()) {}
   class File final : public WritableFile {
    public:
     explicit File(std::unique_ptr<WritableFile> f) : f_(std::move(f)) {}
@@ -48,27 +50,11 @@ class NoSyncEnv final : public Env {
     Status Close() override { return f_->Close(); }
     std::unique_ptr<WritableFile> f_;
   };
-  Env& p = *PosixEnv::Default();
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    EMBER_ASSIGN_OR_RETURN(auto f, p.NewWritableFile(path));
+    EMBER_ASSIGN_OR_RETURN(auto f, target()->NewWritableFile(path));
     return std::unique_ptr<WritableFile>(new File(std::move(f)));
   }
-  StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) override { return p.ReadFile(path); }
-  Status ReadRange(const std::string& path, uint64_t o, size_t n, void* out) override { return p.ReadRange(path, o, n, out); }
-  StatusOr<uint64_t> FileSize(const std::string& path) override { return p.FileSize(path); }
-  Status Rename(const std::string& a, const std::string& b) override { return p.Rename(a, b); }
   Status SyncDir(const std::string&) override { return Status::Ok(); }
-  Status RemoveFile(const std::string& path) override { return p.RemoveFile(path); }
-  Status CreateDirs(const std::string& dir) override { return p.CreateDirs(dir); }
-  bool DirExists(const std::string& dir) override { return p.DirExists(dir); }
-  StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) override { return p.GetChildren(dir); }
-  StatusOr<int64_t> GetMtimeMicros(const std::string& path) override { return p.GetMtimeMicros(path); }
-  Status SetMtimeMicros(const std::string& path, int64_t us) override { return p.SetMtimeMicros(path, us); }
-  int64_t NowMicros() override { return p.NowMicros(); }
-  StatusOr<PathInfo> Stat(const std::string& path, bool follow) override { return p.Stat(path, follow); }
-  Status SetPermissions(const std::string& path, uint32_t mode) override { return p.SetPermissions(path, mode); }
-  uint32_t Uid() override { return p.Uid(); }
-  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override { return p.LockFile(path); }
 };
 
 // A committed state of n positions (contents irrelevant to throughput: left as allocated).

@@ -1,4 +1,4 @@
-#include "cache/tiered_cache.h"
+#include "tiered/tiered_cache.h"
 
 #include <algorithm>
 #include <cstdio>

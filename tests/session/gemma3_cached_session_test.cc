@@ -8,9 +8,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 #include "cache/kv_entry_state.h"
-#include "cache/session_test_util.h"
+#include "session/session_test_util.h"
 #include "cache/trim_rules.h"
 
 namespace ember {

@@ -1,7 +1,10 @@
-// The cold tier's one seam to the outside world (style.md point 1, after leveldb's Env): every file
-// operation, fsync, rename, directory sync and "now" goes through Env, so tests swap in an in-memory
-// FaultInjectionEnv (fault_env.h) with a fake clock and can inject ENOSPC, short writes, EIO, fsync
-// failures and power cuts.
+// ember's one seam to the outside world (docs/architecture.md "Env"; after leveldb's Env): every file
+// operation, fsync, rename, directory sync, clock reading, sleep and timed wait in product code goes
+// through an Env, so tests swap in an in-memory Env, a simulated clock or fault injection
+// (tests/support/) and can inject ENOSPC, short writes, EIO, fsync failures, power cuts and the passing
+// of time without sleeping. Env::Default() is the one process-wide real Env; objects take an Env* in
+// their options and default to it. EnvWrapper (util/env_wrapper.h) forwards everything, for Envs that
+// change one behaviour.
 //
 // Contracts shared by every implementation:
 //   * Paths are absolute or relative strings joined with '/'; names returned by GetChildren are bare.
@@ -24,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace ember {
@@ -56,6 +60,8 @@ class FileLock {
 class Env {
  public:
   virtual ~Env() = default;
+  // The process-wide real Env (PosixEnv::Default()). Product objects use it unless handed another.
+  static Env* Default();
 
   // Creates path for writing, exclusively, mode 0600: fails if anything (a file, a symlink, dangling or
   // not) is already there, so a planted link is never followed and two writers never share a file. Use
@@ -84,7 +90,18 @@ class Env {
   // Modification time in microseconds since the epoch (the cold tier's recency: a restore touches it).
   virtual StatusOr<int64_t> GetMtimeMicros(const std::string& path) = 0;
   virtual Status SetMtimeMicros(const std::string& path, int64_t micros) = 0;
-  virtual int64_t NowMicros() = 0;
+
+  // --- Time. Two clocks, never mixed: wall time for what is stored or shown (file times, `created`),
+  // monotonic time for durations, deadlines and idleness (it never jumps). ---
+  // Wall clock: microseconds since the Unix epoch.
+  virtual int64_t WallMicros() = 0;
+  // Monotonic clock: microseconds from an arbitrary origin fixed for the process.
+  virtual int64_t MonotonicMicros() = 0;
+  virtual void SleepForMicros(int64_t micros) = 0;
+  // Waits on cv, with mu held as for CondVar::Wait, until a Signal, a spurious wake-up or
+  // MonotonicMicros() >= deadline_micros; mu is held again on return. Returns whether the deadline has
+  // passed. Callers loop on their own condition, as with any condition variable.
+  virtual bool WaitUntil(CondVar* cv, Mutex* mu, int64_t deadline_micros) REQUIRES(mu) = 0;
 
   // Type, permission bits and owner of path; of a symbolic link itself unless follow_symlinks.
   virtual StatusOr<PathInfo> Stat(const std::string& path, bool follow_symlinks) = 0;
@@ -98,7 +115,7 @@ class Env {
   virtual StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
 };
 
-// The real file system. Default() is a process-wide instance that lives forever.
+// The real file system and clocks. Default() is a process-wide instance that lives forever.
 class PosixEnv final : public Env {
  public:
   static PosixEnv* Default();
@@ -115,7 +132,10 @@ class PosixEnv final : public Env {
   StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) override;
   StatusOr<int64_t> GetMtimeMicros(const std::string& path) override;
   Status SetMtimeMicros(const std::string& path, int64_t micros) override;
-  int64_t NowMicros() override;
+  int64_t WallMicros() override;
+  int64_t MonotonicMicros() override;
+  void SleepForMicros(int64_t micros) override;
+  bool WaitUntil(CondVar* cv, Mutex* mu, int64_t deadline_micros) REQUIRES(mu) override;
   StatusOr<PathInfo> Stat(const std::string& path, bool follow_symlinks) override;
   Status SetPermissions(const std::string& path, uint32_t mode) override;
   uint32_t Uid() override;

@@ -1,4 +1,4 @@
-#include "cache/cache_identity.h"
+#include "tiered/cache_identity.h"
 
 #include <xxhash.h>
 

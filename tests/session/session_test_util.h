@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 #include "engine/engine.h"
 
 namespace ember::session_test {

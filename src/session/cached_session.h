@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "cache/prompt_cache.h"
-#include "cache/tiered_cache.h"
+#include "tiered/tiered_cache.h"
 #include "engine/engine.h"
 
 namespace ember {

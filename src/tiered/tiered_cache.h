@@ -45,7 +45,7 @@
 
 #include "cache/prompt_cache.h"
 #include "coldtier/cold_store.h"
-#include "coldtier/env.h"
+#include "util/env.h"
 #include "coldtier/write_queue.h"
 #include "kv/kv_state.h"
 #include "util/status.h"
@@ -57,7 +57,7 @@ struct TieredCacheOptions {
   // ---- Cold tier: off when root is empty ----
   Env* env = nullptr;                   // null: PosixEnv::Default()
   std::string root;                     // --ssd-cache DIR
-  std::string identity;                 // identity directory name (cache/cache_identity.h)
+  std::string identity;                 // identity directory name (tiered/cache_identity.h)
   KvConfig kv;                          // the engine's KV geometry
   uint64_t disk_cap_bytes = 0;          // 0: unlimited
   bool verify_tensors = true;           // --ssd-cache-verify

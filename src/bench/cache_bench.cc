@@ -1,10 +1,10 @@
-#include "cache/cache_bench.h"
+#include "bench/cache_bench.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 #include "cache/kv_entry_state.h"
 
 namespace ember {

@@ -1,4 +1,4 @@
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 
 #include <chrono>
 

@@ -17,7 +17,7 @@
 #include <ostream>
 #include <vector>
 
-#include "cache/cached_session.h"
+#include "session/cached_session.h"
 #include "engine/engine.h"
 #include "util/status.h"
 
