@@ -1,7 +1,6 @@
 #include "cache/prompt_cache.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "cache/trim_rules.h"
 
@@ -20,8 +19,10 @@ bool IsStrictPrefix(const std::vector<int32_t>& shorter, const std::vector<int32
 
 }  // namespace
 
-PromptCache::PromptCache(PromptCacheOptions options, std::function<int64_t()> now_us)
-    : capacity_(options.capacity_bytes), spill_(std::move(options.spill)), now_us_(std::move(now_us)) {
+PromptCache::PromptCache(PromptCacheOptions options)
+    : capacity_(options.capacity_bytes),
+      spill_(std::move(options.spill)),
+      env_(options.env != nullptr ? options.env : Env::Default()) {
   st_.capacity = capacity_;
 }
 
@@ -211,11 +212,7 @@ std::vector<std::shared_ptr<const CacheEntry>> PromptCache::EntriesByRecency() c
   return out;
 }
 
-int64_t PromptCache::NowMicros() const {
-  if (now_us_) return now_us_();
-  using namespace std::chrono;
-  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
-}
+int64_t PromptCache::NowMicros() const { return env_->MonotonicMicros(); }
 
 std::shared_ptr<const CacheEntry> PromptCache::FindExact(std::span<const int32_t> tokens,
                                                          const std::string& ns) const {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "cache/entry_state.h"
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember {
@@ -71,12 +72,12 @@ using SpillFn = std::function<void(std::shared_ptr<const CacheEntry>)>;
 struct PromptCacheOptions {
   size_t capacity_bytes = 0;  // 0: off
   SpillFn spill;              // null: no cold tier (eviction just frees)
+  Env* env = nullptr;         // clock for last-use times (idle demotion); null: Env::Default()
 };
 
 class PromptCache {
  public:
-  // now_us: clock for last-use times in microseconds (idle demotion); null: steady_clock.
-  explicit PromptCache(PromptCacheOptions options, std::function<int64_t()> now_us = nullptr);
+  explicit PromptCache(PromptCacheOptions options);
 
   bool enabled() const { return capacity_ > 0; }
   size_t capacity() const { return capacity_; }
@@ -103,6 +104,7 @@ class PromptCache {
   // Removes e if it is still stored and (cutoff_us >= 0) still unused since cutoff_us: an idle entry
   // leaves RAM only once its file is durable, and one used meanwhile stays. True if removed.
   bool Remove(const CacheEntry* e, int64_t cutoff_us = -1);
+  // The Env's monotonic clock, in which last-use times are kept.
   int64_t NowMicros() const;
 
  private:
@@ -126,7 +128,7 @@ class PromptCache {
 
   const size_t capacity_;
   const SpillFn spill_;
-  const std::function<int64_t()> now_us_;
+  Env* const env_;
   mutable std::mutex mu_;
   std::vector<Slot> slots_;  // insertion order (lookup ties keep the earlier one)
   std::unordered_map<const void*, Charge> charges_;

@@ -6,7 +6,8 @@
 //                   the oldest unstarted one is dropped (counted; its `done` gets kResourceExhausted).
 //                   A drop is a future cache miss, never a wrong answer. An urgent job (pressure relief,
 //                   whose caller waits for it) goes to the front and is never dropped.
-//   WaitFor(t)      blocks until every job with a ticket <= t has finished (ran or dropped).
+//   WaitFor(t)      blocks until every job with a ticket <= t has finished (ran or dropped), or until a
+//                   deadline on the Env's monotonic clock.
 //   BeginForeground()/EndForeground() (or a Foreground guard) mark generation in progress (a counter).
 //                   While it is non-zero the worker does not *start* an ordinary job — it waits, up to
 //                   max_defer from when that job became the head of the queue, so writes end up
@@ -23,20 +24,25 @@
 //
 // The worker thread runs at nice 10 so that serializing, checksumming and writing yield to generation.
 //
-// Thread-safety: every method may be called from any thread.
+// Time (max_defer, WaitFor deadlines) is read from the Env and waited on with Env::WaitUntil, so tests
+// drive it with a simulated clock (tests/support/sim_env.h) instead of sleeping.
+//
+// Thread-safety: every method may be called from any thread. mu_ guards all state; callbacks (run,
+// done) are called without it.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "util/env.h"
+#include "util/mutex.h"
 #include "util/status.h"
+#include "util/thread_annotations.h"
 
 namespace ember {
 
@@ -81,8 +87,11 @@ class WriteQueue {
     WriteQueue* q_ = nullptr;
   };
 
-  // max_defer: the longest an ordinary job at the head of the queue waits for foreground work to end.
-  explicit WriteQueue(uint64_t cap_bytes, std::chrono::milliseconds max_defer = std::chrono::seconds(5));
+  static constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
+
+  // max_defer_us: the longest an ordinary job at the head of the queue waits for foreground work to end.
+  // env: the clock (null: Env::Default()); it must outlive the queue.
+  explicit WriteQueue(uint64_t cap_bytes, int64_t max_defer_us = 5'000'000, Env* env = nullptr);
   ~WriteQueue();  // Stop()
   WriteQueue(const WriteQueue&) = delete;
   WriteQueue& operator=(const WriteQueue&) = delete;
@@ -91,8 +100,9 @@ class WriteQueue {
   uint64_t Push(WriteJob job);
   // The ticket of the last job pushed (0 if none).
   uint64_t last_ticket() const;
-  // True once every job with ticket <= t has finished; false if the deadline passed first.
-  bool WaitFor(uint64_t t, std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  // True once every job with ticket <= t has finished; false if the deadline (Env::MonotonicMicros)
+  // passed first.
+  bool WaitFor(uint64_t t, int64_t deadline_us = kNoDeadline);
   void Stop();
   // Generation in progress (nests; every Begin needs one End). See the comment at the top.
   void BeginForeground();
@@ -107,22 +117,24 @@ class WriteQueue {
     WriteJob job;
   };
   void Worker();
-  void FinishLocked(uint64_t ticket);
+  void FinishLocked(uint64_t ticket) REQUIRES(mu_);
   // The head job may wait for foreground work to end (not urgent, nobody waiting in WaitFor).
-  bool DeferrableLocked() const;
+  bool DeferrableLocked() const REQUIRES(mu_);
+  bool DoneLocked(uint64_t t) const REQUIRES(mu_);
 
   const uint64_t cap_;
-  const std::chrono::milliseconds max_defer_;
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;  // worker: a job arrived or stop
-  std::condition_variable done_cv_;  // waiters: a job finished
-  std::deque<Item> queue_;
-  std::set<uint64_t> unfinished_;    // tickets queued or running
-  uint64_t next_ticket_ = 1;
-  WriteQueueStats st_;
-  bool stopping_ = false;
-  int foreground_ = 0;  // Begin/EndForeground nesting count
-  int waiters_ = 0;     // threads inside WaitFor
+  const int64_t max_defer_us_;
+  Env* const env_;
+  mutable Mutex mu_;
+  CondVar work_cv_;  // worker: a job arrived, foreground ended, a waiter came, or stop
+  CondVar done_cv_;  // waiters: a job finished
+  std::deque<Item> queue_ GUARDED_BY(mu_);
+  std::set<uint64_t> unfinished_ GUARDED_BY(mu_);  // tickets queued or running
+  uint64_t next_ticket_ GUARDED_BY(mu_) = 1;
+  WriteQueueStats st_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  int foreground_ GUARDED_BY(mu_) = 0;  // Begin/EndForeground nesting count
+  int waiters_ GUARDED_BY(mu_) = 0;     // threads inside WaitFor
   std::thread worker_;  // last: it starts in the constructor and reads the members above
 };
 

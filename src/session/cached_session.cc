@@ -1,7 +1,5 @@
 #include "session/cached_session.h"
 
-#include <chrono>
-
 #include "cache/kv_entry_state.h"
 
 namespace ember {
@@ -19,8 +17,8 @@ Status CachedSession::InsertEntry(std::vector<int32_t> tokens, std::unique_ptr<E
 }
 
 double CachedSession::Now() const {
-  if (opts_.now_s) return opts_.now_s();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  Env* env = opts_.env != nullptr ? opts_.env : Env::Default();
+  return static_cast<double>(env->MonotonicMicros()) / 1e6;
 }
 
 StatusOr<CachedSession::Prepared> CachedSession::Prepare(const SessionRequest& req, SessionResult* result) {

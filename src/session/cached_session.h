@@ -25,6 +25,7 @@
 #include "cache/prompt_cache.h"
 #include "tiered/tiered_cache.h"
 #include "engine/engine.h"
+#include "util/env.h"
 
 namespace ember {
 
@@ -51,7 +52,7 @@ struct SessionResult {
 
 struct CachedSessionOptions {
   int64_t snapshot_min_tokens = 256;
-  std::function<double()> now_s;  // clock in seconds (tests inject one); null: steady_clock
+  Env* env = nullptr;             // clock for ttft and the prefill rate; null: Env::Default()
 };
 
 class CachedSession {

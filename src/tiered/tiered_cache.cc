@@ -15,11 +15,6 @@ std::string PendingKey(const std::string& ns, std::span<const int32_t> tokens) {
   return key;
 }
 
-double WallSeconds() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 // Exponentially weighted: recent measurements dominate, one outlier does not.
 double Ewma(double old, double sample) { return old <= 0 ? sample : 0.7 * old + 0.3 * sample; }
 
@@ -34,7 +29,7 @@ void MsHistogram::Observe(double ms) {
 }
 
 TieredCache::TieredCache(TieredCacheOptions options) : opts_(std::move(options)) {
-  env_ = opts_.env != nullptr ? opts_.env : PosixEnv::Default();
+  env_ = opts_.env != nullptr ? opts_.env : Env::Default();
   st_.restore_ms.bounds = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
   st_.restore_ms.counts.assign(st_.restore_ms.bounds.size(), 0);
 }
@@ -44,9 +39,10 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions opti
   const bool cold = !t->opts_.root.empty();
   PromptCacheOptions ram;
   ram.capacity_bytes = t->opts_.ram_bytes;
+  ram.env = t->env_;
   TieredCache* self = t.get();
   if (cold) ram.spill = [self](std::shared_ptr<const CacheEntry> e) { self->Spill(std::move(e)); };
-  t->ram_ = std::make_unique<PromptCache>(std::move(ram), t->opts_.now_us);
+  t->ram_ = std::make_unique<PromptCache>(std::move(ram));
   if (!cold) return t;
   ColdStoreOptions so;
   so.root = t->opts_.root;
@@ -56,9 +52,8 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions opti
   so.verify_tensors = t->opts_.verify_tensors;
   EMBER_ASSIGN_OR_RETURN(t->store_, ColdStore::Open(*t->env_, std::move(so)));
   t->st_.cold_enabled = true;
-  t->queue_ = std::make_unique<WriteQueue>(
-      t->opts_.queue_cap_bytes,
-      std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, t->opts_.queue_max_defer_s) * 1000)));
+  t->queue_ = std::make_unique<WriteQueue>(t->opts_.queue_cap_bytes,
+                                           static_cast<int64_t>(std::max(0.0, t->opts_.queue_max_defer_s) * 1e6), t->env_);
   if (t->opts_.background) t->maint_ = std::thread([self] { self->Maintain(); });
   return t;
 }
@@ -73,11 +68,7 @@ TieredCache::~TieredCache() {
   if (queue_) queue_->Stop();  // jobs reference this object: none may run past here
 }
 
-int64_t TieredCache::Now() const {
-  if (opts_.now_us) return opts_.now_us();
-  using namespace std::chrono;
-  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
-}
+int64_t TieredCache::Now() const { return env_->MonotonicMicros(); }
 
 void TieredCache::Maintain() {
   std::unique_lock<std::mutex> lock(maint_mu_);
@@ -111,10 +102,10 @@ ColdLookup TieredCache::LookupCold(std::span<const int32_t> prompt, const std::s
     out.decision = "recompute";
     return out;
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = Now();
   StatusOr<KvState> state = store_->Restore(*m);
   store_lock.unlock();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = static_cast<double>(Now() - t0) / 1e6;
   std::lock_guard<std::mutex> lock(mu_);
   ++st_.restore_chosen;
   if (!state.ok()) {
@@ -309,18 +300,18 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
   }
 }
 
-Status TieredCache::Flush(std::chrono::steady_clock::time_point deadline) {
+Status TieredCache::Flush(int64_t deadline_us) {
   if (!store_) return Status::Ok();
   const WriteQueueStats before = queue_->stats();
   QueueWriteBehinds(true);
-  if (!queue_->WaitFor(queue_->last_ticket(), deadline)) {
+  if (!queue_->WaitFor(queue_->last_ticket(), deadline_us)) {
     return FailedPrecondition("ssd cache flush: writes still queued at the deadline");
   }
   const WriteQueueStats after = queue_->stats();
   const uint64_t lost = (after.failed - before.failed) + (after.dropped - before.dropped);
   if (lost > 0) return IoError("ssd cache flush: " + std::to_string(lost) + " queued writes failed or were dropped");
   std::lock_guard<std::mutex> lock(mu_);
-  st_.last_flush_unix_s = WallSeconds();
+  st_.last_flush_unix_s = static_cast<double>(env_->WallMicros()) / 1e6;
   return Status::Ok();
 }
 

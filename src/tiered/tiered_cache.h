@@ -55,7 +55,7 @@ namespace ember {
 struct TieredCacheOptions {
   size_t ram_bytes = 0;                 // RAM tier cap (0: RAM tier off)
   // ---- Cold tier: off when root is empty ----
-  Env* env = nullptr;                   // null: PosixEnv::Default()
+  Env* env = nullptr;                   // files and clocks (debounce, idleness, timings); null: Env::Default()
   std::string root;                     // --ssd-cache DIR
   std::string identity;                 // identity directory name (tiered/cache_identity.h)
   KvConfig kv;                          // the engine's KV geometry
@@ -67,7 +67,6 @@ struct TieredCacheOptions {
   double demote_idle_s = 300;           // 0: no idle demotion
   bool relieve_pressure = true;
   bool background = true;               // run the maintenance thread (tests call Tick() themselves)
-  std::function<int64_t()> now_us;      // steady clock for debounce and idleness; null: steady_clock
 };
 
 // Cumulative-friendly millisecond histogram (per-bucket counts, not cumulative).
@@ -128,8 +127,9 @@ class TieredCache {
   // A request forwarded `tokens` prompt tokens in `seconds` (prefill rate for restore-or-recompute).
   void NotePrefill(int64_t tokens, double seconds);
   // Queues pending write-behinds and waits until every queued write is durable. FailedPrecondition if
-  // the deadline passes first; IoError/NoSpace-style errors if a write failed or was dropped meanwhile.
-  Status Flush(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  // the deadline (the Env's MonotonicMicros) passes first; IoError/NoSpace-style errors if a write failed
+  // or was dropped meanwhile.
+  Status Flush(int64_t deadline_us = WriteQueue::kNoDeadline);
   // Marks generation in progress for as long as the returned guard lives: background writes wait
   // (bounded) so they do not compete with decode for the CPU. A no-op without a cold tier.
   WriteQueue::Foreground ForegroundScope() { return WriteQueue::Foreground(queue_.get()); }

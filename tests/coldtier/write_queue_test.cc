@@ -1,19 +1,24 @@
 // The serial background writer: order, the byte cap (oldest unstarted dropped), urgent jobs, WaitFor, Stop,
-// and deferral while foreground (generation) work is active.
+// and deferral while foreground (generation) work is active. Every time-driven case runs on a simulated
+// clock (tests/support/sim_env.h): no test sleeps, and none depends on how fast the machine is.
 #include "coldtier/write_queue.h"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
-#include <memory>
-#include <thread>
 #include <future>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
+
+#include "support/sim_env.h"
 
 namespace ember {
 namespace {
+
+using ember::testing::SimEnv;
+constexpr int64_t kMs = 1000;
 
 // A job the worker blocks in until released, so tests control what is "started" and what is queued.
 struct Gate {
@@ -120,8 +125,9 @@ TEST(WriteQueueTest, FailuresAreCountedAndReported) {
   EXPECT_EQ(done[0].code(), StatusCode::kIoError);
 }
 
-TEST(WriteQueueTest, WaitForTimesOutWhileAJobRunsAndStopDropsTheRest) {
-  auto q = std::make_unique<WriteQueue>(1 << 20);
+TEST(WriteQueueTest, WaitForTimesOutAtItsDeadlineWhileAJobRunsAndStopDropsTheRest) {
+  SimEnv sim;
+  auto q = std::make_unique<WriteQueue>(1 << 20, 5000 * kMs, &sim);
   Gate gate;
   q->Push(gate.Job());
   gate.entered.get_future().wait();
@@ -129,7 +135,13 @@ TEST(WriteQueueTest, WaitForTimesOutWhileAJobRunsAndStopDropsTheRest) {
   std::vector<Status> done;
   std::mutex mu;
   const uint64_t t = q->Push(Recording(&log, &mu, 1, 10, &done));
-  EXPECT_FALSE(q->WaitFor(t, std::chrono::steady_clock::now() + std::chrono::milliseconds(20)));
+  const int64_t deadline = sim.MonotonicMicros() + 20 * kMs;
+  auto waited = std::async(std::launch::async, [&] { return q->WaitFor(t, deadline); });
+  ASSERT_TRUE(sim.AwaitWaiters(1));  // the WaitFor (the worker is inside the gate job, not waiting)
+  sim.Advance(19 * kMs);             // not yet: still waiting
+  EXPECT_EQ(sim.waiters(), 1u);
+  sim.Advance(1 * kMs);
+  EXPECT_FALSE(waited.get());
   std::thread stopper([&] { q->Stop(); });
   // Stop drops the queued job at once (its done hears about it), then waits for the running one.
   for (;;) {
@@ -150,77 +162,124 @@ TEST(WriteQueueTest, WaitForTimesOutWhileAJobRunsAndStopDropsTheRest) {
   EXPECT_EQ(done[1].code(), StatusCode::kFailedPrecondition);
 }
 
-// Deferral tests assert state/ordering with generous bounds; none relies on the machine being fast
-// except "runs after End", which allows seconds.
-using std::chrono::milliseconds;
-
-bool Ran(const std::vector<int>& log, std::mutex& mu) {
+TEST(WriteQueueTest, WaitForWithADeadlineReturnsTrueWhenTheJobFinishesFirst) {
+  SimEnv sim;
+  WriteQueue q(1 << 20, 5000 * kMs, &sim);
+  std::vector<int> log;
+  std::mutex mu;
+  const uint64_t t = q.Push(Recording(&log, &mu, 1, 10));
+  EXPECT_TRUE(q.WaitFor(t, sim.MonotonicMicros() + 1));  // simulated time never reaches it
   std::lock_guard<std::mutex> lock(mu);
-  return !log.empty();
+  EXPECT_EQ(log, (std::vector<int>{1}));
+}
+
+size_t LogSize(const std::vector<int>& log, std::mutex& mu) {
+  std::lock_guard<std::mutex> lock(mu);
+  return log.size();
+}
+
+// Waits (yielding, in real time) until the worker has run n jobs; false after a minute (a broken queue
+// fails instead of hanging). No assertion depends on how long this takes.
+bool AwaitLog(const std::vector<int>& log, std::mutex& mu, size_t n) {
+  const auto cap = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (LogSize(log, mu) < n) {
+    if (std::chrono::steady_clock::now() > cap) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 TEST(WriteQueueTest, AJobWaitsWhileForegroundIsActiveAndRunsAfterEnd) {
-  WriteQueue q(1 << 20, std::chrono::seconds(30));  // max_defer far beyond the test
+  SimEnv sim;
+  WriteQueue q(1 << 20, 30'000 * kMs, &sim);
   std::vector<int> log;
   std::mutex mu;
   q.BeginForeground();
   const uint64_t t = q.Push(Recording(&log, &mu, 1, 100));
-  std::this_thread::sleep_for(milliseconds(150));
-  EXPECT_FALSE(Ran(log, mu));
+  ASSERT_TRUE(sim.AwaitWaiters(1));  // the worker is deferring the job (waiting out max_defer)
+  EXPECT_EQ(LogSize(log, mu), 0u);
   EXPECT_EQ(q.stats().queued_jobs, 1u);
   q.BeginForeground();  // nested: still busy after one End
   q.EndForeground();
-  std::this_thread::sleep_for(milliseconds(100));
-  EXPECT_FALSE(Ran(log, mu));
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  EXPECT_EQ(LogSize(log, mu), 0u);
+  const int64_t before = sim.MonotonicMicros();
   q.EndForeground();
-  // Poll (WaitFor would itself lift the deferral). Well under max_defer: it ran because foreground ended.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!Ran(log, mu) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
-  EXPECT_TRUE(Ran(log, mu));
+  // Not WaitFor (it would itself lift the deferral): the job runs because foreground ended, with no
+  // simulated time passing at all.
+  ASSERT_TRUE(AwaitLog(log, mu, 1));
+  EXPECT_EQ(sim.MonotonicMicros(), before);
   EXPECT_TRUE(q.WaitFor(t));
 }
 
 TEST(WriteQueueTest, ForegroundGuardDefersUntilItIsDestroyed) {
-  WriteQueue q(1 << 20, std::chrono::seconds(30));
+  SimEnv sim;
+  WriteQueue q(1 << 20, 30'000 * kMs, &sim);
   std::vector<int> log;
   std::mutex mu;
   auto guard = std::make_unique<WriteQueue::Foreground>(&q);
   q.Push(Recording(&log, &mu, 1, 100));
-  std::this_thread::sleep_for(milliseconds(150));
-  EXPECT_FALSE(Ran(log, mu));
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  EXPECT_EQ(LogSize(log, mu), 0u);
   guard.reset();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!Ran(log, mu) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
-  EXPECT_TRUE(Ran(log, mu));
+  ASSERT_TRUE(AwaitLog(log, mu, 1));
   WriteQueue::Foreground none;  // default (no queue): a no-op
 }
 
-TEST(WriteQueueTest, AJobRunsAfterMaxDeferEvenIfForegroundStaysBusy) {
-  WriteQueue q(1 << 20, milliseconds(200));
+TEST(WriteQueueTest, EachHeadJobRunsExactlyAtItsMaxDeferWhileForegroundStaysBusy) {
+  SimEnv sim;
+  WriteQueue q(1 << 20, 200 * kMs, &sim);
   std::vector<int> log;
   std::mutex mu;
   q.BeginForeground();
-  const auto pushed = std::chrono::steady_clock::now();
   q.Push(Recording(&log, &mu, 1, 100));
   q.Push(Recording(&log, &mu, 2, 100));
-  const auto deadline = pushed + std::chrono::seconds(20);
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (log.size() == 2) break;
-    }
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "deferred jobs never ran";
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  // Each job waited its own max_defer at the head: at least ~2 x 200 ms in all (sleep slack aside).
-  EXPECT_GE(std::chrono::steady_clock::now() - pushed, milliseconds(380));
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  sim.Advance(199 * kMs);
+  ASSERT_TRUE(sim.AwaitWaiters(1));  // not due: still deferring
+  EXPECT_EQ(LogSize(log, mu), 0u);
+  sim.Advance(1 * kMs);  // job 1's max_defer is up
+  ASSERT_TRUE(AwaitLog(log, mu, 1));
+  // Job 2 became the head when job 1 started: it waits its own full max_defer from then.
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  sim.Advance(199 * kMs);
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  EXPECT_EQ(LogSize(log, mu), 1u);
+  sim.Advance(1 * kMs);
+  ASSERT_TRUE(AwaitLog(log, mu, 2));
   q.EndForeground();
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(log, (std::vector<int>{1, 2}));
 }
 
+TEST(WriteQueueTest, AnUrgentJobInBetweenDoesNotRestartTheDeferredHeadsClock) {
+  SimEnv sim;
+  WriteQueue q(1 << 20, 200 * kMs, &sim);
+  std::vector<int> log;
+  std::mutex mu;
+  q.BeginForeground();
+  q.Push(Recording(&log, &mu, 1, 100));
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  sim.Advance(150 * kMs);
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  WriteJob urgent = Recording(&log, &mu, 9, 100);
+  urgent.urgent = true;
+  q.Push(std::move(urgent));  // never deferred: runs now, ahead of job 1
+  ASSERT_TRUE(AwaitLog(log, mu, 1));
+  ASSERT_TRUE(sim.AwaitWaiters(1));  // job 1 is the head again, with its clock from before
+  sim.Advance(49 * kMs);
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  EXPECT_EQ(LogSize(log, mu), 1u);
+  sim.Advance(1 * kMs);  // 200 ms since job 1 became the head
+  ASSERT_TRUE(AwaitLog(log, mu, 2));
+  q.EndForeground();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(log, (std::vector<int>{9, 1}));
+}
+
 TEST(WriteQueueTest, UrgentJobsAreNotDeferred) {
-  WriteQueue q(1 << 20, std::chrono::seconds(30));
+  SimEnv sim;
+  WriteQueue q(1 << 20, 30'000 * kMs, &sim);
   std::vector<int> log;
   std::mutex mu;
   q.BeginForeground();
@@ -228,9 +287,8 @@ TEST(WriteQueueTest, UrgentJobsAreNotDeferred) {
   WriteJob urgent = Recording(&log, &mu, 9, 100);
   urgent.urgent = true;
   q.Push(std::move(urgent));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!Ran(log, mu) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
-  std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_TRUE(AwaitLog(log, mu, 1));
+  ASSERT_TRUE(sim.AwaitWaiters(1));  // back to deferring the ordinary one
   {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(log, (std::vector<int>{9}));  // the urgent one ran; the ordinary one still waits
@@ -242,29 +300,31 @@ TEST(WriteQueueTest, UrgentJobsAreNotDeferred) {
 }
 
 TEST(WriteQueueTest, WaitForIsNotDeferred) {
-  WriteQueue q(1 << 20, std::chrono::seconds(30));
+  SimEnv sim;
+  WriteQueue q(1 << 20, 30'000 * kMs, &sim);
   std::vector<int> log;
   std::mutex mu;
   q.BeginForeground();
   q.Push(Recording(&log, &mu, 1, 100));
   const uint64_t t = q.Push(Recording(&log, &mu, 2, 100));
-  // A flush while generation is still running: it does not wait out max_defer (30 s).
-  EXPECT_TRUE(q.WaitFor(t, std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+  // A flush while generation is still running: it does not wait out max_defer (simulated time stands
+  // still, so waiting for it would never end).
+  EXPECT_TRUE(q.WaitFor(t));
   q.EndForeground();
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(log, (std::vector<int>{1, 2}));
 }
 
 TEST(WriteQueueTest, StopDoesNotWaitForForeground) {
+  SimEnv sim;
   std::vector<int> log;
   std::vector<Status> done;
   std::mutex mu;
-  auto q = std::make_unique<WriteQueue>(1 << 20, std::chrono::seconds(30));
+  auto q = std::make_unique<WriteQueue>(1 << 20, 30'000 * kMs, &sim);
   q->BeginForeground();  // never ended
   q->Push(Recording(&log, &mu, 1, 100, &done));
-  const auto t0 = std::chrono::steady_clock::now();
-  q->Stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));  // not max_defer (30 s)
+  ASSERT_TRUE(sim.AwaitWaiters(1));
+  q->Stop();  // simulated time never reaches max_defer: waiting for it would hang here
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_TRUE(log.empty());
   ASSERT_EQ(done.size(), 1u);

@@ -1,4 +1,5 @@
-// RAM + SSD composition (spec §4.5-4.10) over an in-memory FaultInjectionEnv and a fake clock:
+// RAM + SSD composition (spec §4.5-4.10) over an in-memory FaultInjectionEnv and a simulated clock
+// (SimEnv wrapping it):
 // write-behind debounce, spill, strictly-longer rule, idle demotion after durability, pressure relief,
 // flush durability across a power cut, restore failures, disk full, restore-or-recompute.
 #include "tiered/tiered_cache.h"
@@ -8,6 +9,8 @@
 #include "cache/kv_entry_state.h"
 #include "coldtier/fault_env.h"
 #include "coldtier/test_state.h"
+#include "support/sim_env.h"
+#include "util/env_wrapper.h"
 
 namespace ember {
 namespace {
@@ -19,18 +22,42 @@ using coldtier_test::Tokens;
 
 constexpr int64_t kSecond = 1'000'000;
 
+// A disk whose reads take simulated time: us_per_byte microseconds per byte read, however the reads
+// are chunked, so a restore's duration (and the bandwidth measured from it) is known exactly.
+class SlowReads : public EnvWrapper {
+ public:
+  explicit SlowReads(testing::SimEnv* sim) : EnvWrapper(sim), sim_(sim) {}
+  StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) override {
+    StatusOr<std::vector<uint8_t>> r = target()->ReadFile(path);
+    if (r.ok()) Charge(r->size());
+    return r;
+  }
+  Status ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) override {
+    Charge(n);
+    return target()->ReadRange(path, offset, n, out);
+  }
+  int64_t us_per_byte = 0;
+  uint64_t bytes_read = 0;
+
+ private:
+  void Charge(size_t n) {
+    bytes_read += n;
+    sim_->Advance(static_cast<int64_t>(n) * us_per_byte);
+  }
+  testing::SimEnv* sim_;
+};
+
 class TieredCacheTest : public ::testing::Test {
  protected:
   std::unique_ptr<TieredCache> Open(size_t ram_bytes = 1 << 20, double demote_idle_s = 0) {
     TieredCacheOptions o;
     o.ram_bytes = ram_bytes;
-    o.env = &env_;
+    o.env = &disk_;
     o.root = "/ssd";
     o.identity = "model-a";
     o.kv = SmallConfig();
     o.demote_idle_s = demote_idle_s;
     o.background = false;
-    o.now_us = [this] { return now_; };
     auto t = TieredCache::Open(std::move(o));
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     return t.ok() ? std::move(t).value() : nullptr;
@@ -44,8 +71,9 @@ class TieredCacheTest : public ::testing::Test {
     for (const std::string& f : env_.AllFiles()) n += f.size() > 6 && f.substr(f.size() - 6) == ".entry";
     return n;
   }
-  FaultInjectionEnv env_;
-  int64_t now_ = 100 * kSecond;
+  FaultInjectionEnv env_;  // files (and faults)
+  testing::SimEnv sim_{&env_};  // the clock the cache reads
+  SlowReads disk_{&sim_};       // what the cache is given
 };
 
 TEST_F(TieredCacheTest, WriteBehindPersistsAfterTheDebounceOnlyWhatIsStillInRam) {
@@ -53,18 +81,18 @@ TEST_F(TieredCacheTest, WriteBehindPersistsAfterTheDebounceOnlyWhatIsStillInRam)
   ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
   t->Tick();
   EXPECT_EQ(EntryFiles(), 0u);  // not due yet
-  now_ += kSecond / 2;
+  sim_.Advance(kSecond / 2);
   ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());  // a re-insert restarts the debounce
-  now_ += kSecond * 3 / 4;
+  sim_.Advance(kSecond * 3 / 4);
   t->Tick();
   EXPECT_EQ(t->stats().write_behind_queued, 0u);
-  now_ += kSecond / 2;
+  sim_.Advance(kSecond / 2);
   t->Tick();
   EXPECT_EQ(t->stats().write_behind_queued, 1u);
   // An entry superseded before its debounce ends is not written: the longer one serves it.
   ASSERT_TRUE(t->Insert(Tokens(4, 500), State(4, 2), "").ok());
   ASSERT_TRUE(t->Insert(Tokens(6, 500), State(6, 2), "").ok());
-  now_ += 2 * kSecond;
+  sim_.Advance(2 * kSecond);
   t->Tick();
   ASSERT_TRUE(t->Flush().ok());
   EXPECT_EQ(EntryFiles(), 2u);
@@ -123,15 +151,15 @@ TEST_F(TieredCacheTest, RamEvictionSpillsToSsd) {
 TEST_F(TieredCacheTest, IdleDemotionLeavesRamOnlyAfterTheFileIsDurable) {
   auto t = Open(1 << 20, /*demote_idle_s=*/300);
   ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
-  now_ += 299 * kSecond;
+  sim_.Advance(299 * kSecond);
   t->Tick();  // write-behind queued (due after 1 s) but not idle long enough
   ASSERT_TRUE(t->Flush().ok());
   EXPECT_EQ(t->ram().stats().entries, 1u);
   // A second entry that never reached disk: its demotion write fails, so it must stay in RAM.
   ASSERT_TRUE(t->Insert(Tokens(8, 700), State(8, 2), "").ok());
-  now_ += 2 * kSecond;  // past its debounce, but the debounced write fails too
+  sim_.Advance(2 * kSecond);  // past its debounce, but the debounced write fails too
   env_.set_sync_error(true);
-  now_ += 400 * kSecond;
+  sim_.Advance(400 * kSecond);
   t->Tick();
   (void)t->Flush();
   EXPECT_EQ(t->stats().demotions, 1u);  // the durable one left RAM
@@ -149,8 +177,8 @@ TEST_F(TieredCacheTest, AnEntryUsedAfterItWasFoundIdleStaysInRam) {
   auto t = Open(1 << 20, 10);
   ASSERT_TRUE(t->Insert(Tokens(8), State(8, 1), "").ok());
   ASSERT_TRUE(t->Flush().ok());
-  now_ += 20 * kSecond;
-  ASSERT_EQ(t->ram().IdleSince(now_ - 10 * kSecond).size(), 1u);
+  sim_.Advance(20 * kSecond);
+  ASSERT_EQ(t->ram().IdleSince(sim_.MonotonicMicros() - 10 * kSecond).size(), 1u);
   ASSERT_TRUE(t->ram().Lookup(Tokens(9), "").ok());  // used again
   t->Tick();
   EXPECT_EQ(t->ram().stats().entries, 1u);
@@ -216,24 +244,42 @@ TEST_F(TieredCacheTest, CorruptDataIsDetectedDeletedCountedAndTheLookupFallsBack
   EXPECT_EQ(t->LookupCold(Tokens(12), "", 0).decision, "none");
 }
 
-TEST_F(TieredCacheTest, RecomputeIsChosenWhenMeasuredCheaperAndCounted) {
+// The restore is timed on the Env's clock: with a 1 MB/s simulated disk its duration and the measured
+// bandwidth are exact, and restore-or-recompute flips exactly where the estimates cross (spec §4.10).
+TEST_F(TieredCacheTest, RestoreIsTimedOnTheEnvClockAndDecidesRestoreOrRecompute) {
+  disk_.us_per_byte = 1;
   auto t = Open();
   ASSERT_TRUE(t->Insert(Tokens(10), State(10, 3), "").ok());
   ASSERT_TRUE(t->Flush().ok());
+  const double file_bytes = static_cast<double>(t->stats().bytes);
+  ASSERT_GT(file_bytes, 0);
   // No measurements: restore (which measures the read bandwidth).
-  EXPECT_EQ(t->LookupCold(Tokens(12), "", 0).decision, "restore");
-  ASSERT_GT(t->stats().read_bytes_per_s, 0);
-  // A prefill rate no disk can beat: recomputing 10 tokens is estimated cheaper than reading the file.
-  t->NotePrefill(1'000'000'000'000, 1e-6);
+  disk_.bytes_read = 0;
+  const int64_t t0 = sim_.MonotonicMicros();
+  ColdLookup first = t->LookupCold(Tokens(12), "", 0);
+  EXPECT_EQ(first.decision, "restore");
+  const double read_us = static_cast<double>(sim_.MonotonicMicros() - t0);
+  EXPECT_EQ(read_us, static_cast<double>(disk_.bytes_read));  // the restore read and took simulated time
+  EXPECT_DOUBLE_EQ(first.restore_ms, read_us / 1000);
+  const double bw = t->stats().read_bytes_per_s;
+  EXPECT_DOUBLE_EQ(bw, file_bytes / (read_us / 1e6));
+  // 10 tokens to recompute vs file_bytes / bw seconds to read. A prefill twice as fast as the break-even
+  // rate: recompute.
+  const double restore_s = file_bytes / bw;
+  const double breakeven_tps = 10 / restore_s;
+  t->NotePrefill(1000, 1000 / (2 * breakeven_tps));
   ColdLookup c = t->LookupCold(Tokens(12), "", 0);
   EXPECT_EQ(c.decision, "recompute");
   EXPECT_FALSE(c.state.has_value());
-  // A very slow prefill: restore again.
-  for (int i = 0; i < 200; ++i) t->NotePrefill(32, 1e6);  // the EWMA forgets the fast sample
+  // Slower than break-even (the EWMA moves 30 % towards 0.4x: 0.7 * 2 + 0.3 * 0.4 = 1.52x, then
+  // 0.7 * 1.52 + 0.3 * 0.4 = 1.184x, then 0.9488x): restore again on the third slow sample, not before.
+  for (int i = 0; i < 2; ++i) t->NotePrefill(1000, 1000 / (0.4 * breakeven_tps));
+  EXPECT_EQ(t->LookupCold(Tokens(12), "", 0).decision, "recompute");
+  t->NotePrefill(1000, 1000 / (0.4 * breakeven_tps));
   EXPECT_EQ(t->LookupCold(Tokens(12), "", 0).decision, "restore");
   const TieredStats s = t->stats();
   EXPECT_EQ(s.restore_chosen, 2u);
-  EXPECT_EQ(s.recompute_chosen, 1u);
+  EXPECT_EQ(s.recompute_chosen, 2u);
 }
 
 TEST_F(TieredCacheTest, WithoutAColdTierItIsThePlainRamCache) {
