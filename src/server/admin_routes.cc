@@ -60,7 +60,7 @@ json StatsJson(ServerContext& ctx) {
               {"cache", {{"tiers", std::move(tiers)}}},
               {"queue", {{"waiting", q.queued}, {"running", q.running}, {"completed", q.completed},
                          {"rejected", q.rejected}, {"max_waiting", q.max_queue}}},
-              {"uptime_s", ctx.clock.steady_seconds() - ctx.started_at}};
+              {"uptime_s", ctx.SteadySeconds() - ctx.started_at}};
 }
 
 std::string MetricsText(ServerContext& ctx) {
@@ -69,7 +69,7 @@ std::string MetricsText(ServerContext& ctx) {
   m.Set("ember_queue_waiting", {}, static_cast<double>(q.queued));
   m.Set("ember_queue_running", {}, static_cast<double>(q.running));
   m.Set("ember_queue_rejected", {}, static_cast<double>(q.rejected));
-  m.Set("ember_uptime_seconds", {}, ctx.clock.steady_seconds() - ctx.started_at);
+  m.Set("ember_uptime_seconds", {}, ctx.SteadySeconds() - ctx.started_at);
   return m.RenderPrometheus() + RenderBackendStatsPrometheus(ctx.backend->Stats());
 }
 

@@ -71,7 +71,7 @@ std::optional<ApiError> HandleMessages(ServerContext& ctx, const httplib::Reques
   ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value(), key_id);
   if (!job.ok()) return job.error();
   auto state = std::make_shared<MessageStream>(MessageStream{
-      &ctx, job.value(), std::move(req.value()), ResponseMeta{ctx.NewId("msg_"), ctx.clock.unix_seconds(), ctx.model_id}});
+      &ctx, job.value(), std::move(req.value()), ResponseMeta{ctx.NewId("msg_"), ctx.UnixSeconds(), ctx.model_id}});
   if (state->req.stream) {
     StartEventStream(res, [state](SseWriter& w) { StreamMessage(*state, w); }, [state] { state->job->Cancel(); });
     return std::nullopt;

@@ -7,17 +7,6 @@
 
 namespace ember::server {
 
-Clock SystemClock() {
-  return Clock{[] {
-                 return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-               },
-               [] {
-                 return static_cast<int64_t>(
-                     std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                         .count());
-               }};
-}
-
 ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const CompletionRequest& req) {
   if (req.kind == ApiKind::kCompletion) {
     if (req.prompt_is_ids) return req.prompt_ids;
@@ -99,7 +88,7 @@ PumpResult PumpJob(ServerContext& ctx, GenerationJob& job, const CompletionReque
   ToolCallStreamGate gate;
   const bool gated = !req.tools.empty();
   std::vector<TokenEvent> unsent_tokens;  // logprobs wait for the text they produced
-  const double start = ctx.clock.steady_seconds();
+  const double start = ctx.SteadySeconds();
   double last_write = start;
   bool done = false;
   while (!done) {
@@ -111,7 +100,7 @@ PumpResult PumpJob(ServerContext& ctx, GenerationJob& job, const CompletionReque
         done = true;
         continue;
       }
-      if (r.ttft_s < 0 && !ev.text.empty()) r.ttft_s = ctx.clock.steady_seconds() - start;
+      if (r.ttft_s < 0 && !ev.text.empty()) r.ttft_s = ctx.SteadySeconds() - start;
       r.output.text += ev.text;
       r.output.tokens.insert(r.output.tokens.end(), ev.tokens.begin(), ev.tokens.end());
       if (!sink || r.client_gone) continue;
@@ -120,11 +109,11 @@ PumpResult PumpJob(ServerContext& ctx, GenerationJob& job, const CompletionReque
       if (text.empty()) continue;
       r.client_gone = !sink(text, unsent_tokens);
       unsent_tokens.clear();
-      last_write = ctx.clock.steady_seconds();
+      last_write = ctx.SteadySeconds();
     }
-    if (heartbeat && !r.client_gone && ctx.clock.steady_seconds() - last_write >= 1.0) {
+    if (heartbeat && !r.client_gone && ctx.SteadySeconds() - last_write >= 1.0) {
       r.client_gone = !heartbeat();
-      last_write = ctx.clock.steady_seconds();
+      last_write = ctx.SteadySeconds();
     }
     if (r.client_gone) job.Cancel();  // keep draining: the lane reports kDone promptly after a cancel
   }

@@ -4,7 +4,6 @@
 // template) or take the caches' own locks.
 #include "server/engine_backend.h"
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -17,9 +16,11 @@
 #include "cache/prompt_cache.h"
 #include "tiered/tiered_cache.h"
 #include "util/env.h"
+#include "util/stopwatch.h"
 #include "coldtier/private_dir.h"
 #include "engine/engine.h"
 #include "server/json_input.h"
+#include "server/sampling_seed.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -87,7 +88,7 @@ SamplerParams ToSampler(const SamplingParams& s) {
   p.repeat_penalty = s.repetition_penalty;
   p.presence_penalty = s.presence_penalty;
   p.frequency_penalty = s.frequency_penalty;
-  p.seed = s.seed ? *s.seed : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  p.seed = SeedFor(s.seed);
   for (const auto& [id, bias] : s.logit_bias) p.logit_bias[id] = bias;
   return p;
 }
@@ -192,9 +193,7 @@ class EngineBackend final : public InferenceBackend {
 
   // Everything queued for the SSD tier (plus pending write-behinds) durable, within the flush bound.
   Status FlushCache() override {
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>(flush_timeout_s_ * 1000));
-    return tiers_->Flush(deadline);
+    return tiers_->Flush(tiers_->env()->MonotonicMicros() + static_cast<int64_t>(flush_timeout_s_ * 1e6));
   }
 
  private:
@@ -319,16 +318,16 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
       to.disk_cap_bytes = disk_cap_bytes;
       to.verify_tensors = options.ssd_cache_verify;
       to.demote_idle_s = options.ssd_demote_idle_s;
-      const auto t0 = std::chrono::steady_clock::now();
+      const Stopwatch ident_time(&env);
       ident = ComputeCacheIdentity(env, to.root, options.model_path, engine->model().gguf(), to.kv);
       to.identity = ident.dir_name;
-      const double ident_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double ident_s = ident_time.ElapsedSeconds();
       std::fprintf(stderr, "ember: ssd cache %s/%s, cap %s (identity %.2f s)\n", to.root.c_str(),
                    to.identity.c_str(),
                    to.disk_cap_bytes == 0 ? "unlimited" : FormatBytes(to.disk_cap_bytes).c_str(), ident_s);
     }
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch scan_time(&env);
   const size_t ram_bytes = to.ram_bytes;
   const std::string root = to.root;
   StatusOr<std::unique_ptr<TieredCache>> opened = TieredCache::Open(std::move(to));
@@ -344,7 +343,7 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
     const TieredStats st = tiers->stats();
     std::fprintf(stderr, "ember: ssd cache scan: %zu entries, %s, %llu corrupt deleted (%.3f s)\n", st.entries,
                  FormatBytes(st.bytes).c_str(), static_cast<unsigned long long>(st.store.corrupt_deleted),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                 scan_time.ElapsedSeconds());
   } else {
     std::fprintf(stderr, "ember: ssd cache off\n");
   }

@@ -26,8 +26,9 @@ void RenderError(httplib::Response& res, const ApiError& err, ApiFlavor flavor) 
   res.set_content(DumpJson(ErrorBody(err, flavor)), "application/json");
 }
 
-TransportLimits LimitsFor(const ServeOptions& o) {
+TransportLimits LimitsFor(const ServeOptions& o, Env* env) {
   TransportLimits l;
+  l.env = env;
   l.request_timeout_s = o.request_timeout_s;
   // The cap is on decoded bytes (ReadBody); this wire budget only bounds what malformed chunk framing
   // could make httplib buffer. Compressed or sanely chunked bodies are far below it.
@@ -60,20 +61,20 @@ ApiError TooSlow(const ServeOptions& o, const char* what) {
 
 }  // namespace
 
-HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, Clock clock)
+HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, Env* env)
     : options_(options),
       backend_(backend),
       access_(options.api_keys, options.cors_origins),
       hosts_(IsLoopbackBindAddress(options.host) || !options.allowed_hosts.empty(), options.allowed_hosts),
       scheduler_(backend, options.max_queue),
-      http_(std::make_unique<TransportServer>(LimitsFor(options))) {
+      http_(std::make_unique<TransportServer>(LimitsFor(options, env != nullptr ? env : Env::Default()))) {
   ctx_.options = options_;
   ctx_.backend = backend_;
   ctx_.scheduler = &scheduler_;
   ctx_.metrics = &metrics_;
   ctx_.access = &access_;
-  ctx_.clock = std::move(clock);
-  ctx_.started_at = ctx_.clock.steady_seconds();
+  ctx_.env = env != nullptr ? env : Env::Default();
+  ctx_.started_at = ctx_.SteadySeconds();
   ctx_.model_id = options_.model_alias.empty() ? backend_->model_id() : options_.model_alias;
   DefineMetrics();
   for (auto* family : {&OpenAIRoutes, &AnthropicRoutes, &AdminRoutes}) {
@@ -151,7 +152,7 @@ std::optional<ApiError> HttpServer::Refusal(const httplib::Request& req, BodyFra
 }
 
 bool HttpServer::Screen(const httplib::Request& req, httplib::Response& res) {
-  t_request_start = ctx_.clock.steady_seconds();
+  t_request_start = ctx_.SteadySeconds();
   const std::string origin = req.get_header_value("Origin");
   const bool allowed = access_.OriginAllowed(origin);
   if (allowed) {
@@ -194,7 +195,7 @@ std::optional<ApiError> HttpServer::ReadBody(const httplib::Request& req, const 
                     " bytes (counted after chunked and Content-Encoding decoding)");
   }
   if (failure == ReadFailure::kBodyLimit) {
-    return TooLarge("request body exceeds " + std::to_string(LimitsFor(options_).max_raw_body_bytes) +
+    return TooLarge("request body exceeds " + std::to_string(LimitsFor(options_, ctx_.env).max_raw_body_bytes) +
                     " bytes on the wire (chunk framing included)");
   }
   if (failure == ReadFailure::kDeadline) return TooSlow(options_, "request body");
@@ -270,7 +271,7 @@ void HttpServer::InstallErrorShaping() {
     const std::string route = known ? req.path : "other";
     metrics_.Add("ember_http_requests_total", {{"route", route}, {"status", std::to_string(res.status)}});
     if (t_request_start >= 0) {
-      metrics_.Observe("ember_http_request_duration_seconds", {{"route", route}}, ctx_.clock.steady_seconds() - t_request_start);
+      metrics_.Observe("ember_http_request_duration_seconds", {{"route", route}}, ctx_.SteadySeconds() - t_request_start);
     }
     t_request_start = -1;
   });
@@ -287,7 +288,8 @@ Status HttpServer::Start() {
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   // httplib's stop() does nothing before the accept loop has begun: a Shutdown() right after Start()
   // would leave the listener in accept() for good (seen in the bind tests).
-  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // (A wait for another thread, not for time: yield rather than sleep.)
+  while (!http_->is_running()) std::this_thread::yield();
   return Status::Ok();
 }
 

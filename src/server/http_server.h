@@ -24,8 +24,9 @@ struct BodyFraming;
 
 class HttpServer {
  public:
-  // `backend` must outlive the server.
-  HttpServer(const ServeOptions& options, InferenceBackend* backend, Clock clock = SystemClock());
+  // `backend` must outlive the server, and so must `env` (its clocks: request deadlines, uptime,
+  // `created`, latencies; null: Env::Default()).
+  HttpServer(const ServeOptions& options, InferenceBackend* backend, Env* env = nullptr);
   ~HttpServer();  // Shutdown() if still running
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -11,17 +11,10 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 namespace ember::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-Clock::time_point After(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
 
 void Endpoint(int fd, bool peer, std::string& ip, int& port) {
   sockaddr_storage addr{};
@@ -47,13 +40,13 @@ void Endpoint(int fd, bool peer, std::string& ip, int& port) {
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(socket_t fd, const TransportLimits& limits, const std::atomic<socket_t>& listener)
-      : fd_(fd), limits_(limits), listener_(listener) {}
+      : fd_(fd), limits_(limits), listener_(listener), deadline_us_(Now()) {}
 
   // Waits up to `idle_s` for the first byte of the next request; false when the client closed, stayed
   // idle, or the server is stopping.
   bool WaitForRequest(double idle_s) { return pos_ < len_ || PollUntil(POLLIN, After(idle_s), true); }
   void BeginRequest() {
-    deadline_ = After(limits_.request_timeout_s);
+    deadline_us_ = After(limits_.request_timeout_s);
     consumed_ = 0;
     in_body_ = false;
   }
@@ -70,7 +63,7 @@ class ConnectionStream final : public httplib::Stream {
   void Close() {
     if (close_after_) {
       ::shutdown(fd_, SHUT_WR);
-      const Clock::time_point until = After(1.0);
+      const int64_t until = After(1.0);
       std::array<char, 4096> sink;
       while (PollUntil(POLLIN, until, false) && ::recv(fd_, sink.data(), sink.size(), 0) > 0) {
       }
@@ -79,7 +72,7 @@ class ConnectionStream final : public httplib::Stream {
     ::close(fd_);
   }
 
-  bool is_readable() const override { return pos_ < len_ || PollUntil(POLLIN, deadline_, true); }
+  bool is_readable() const override { return pos_ < len_ || PollUntil(POLLIN, deadline_us_, true); }
   bool is_writable() const override { return PollUntil(POLLOUT, After(limits_.write_timeout_s), false) && Alive(); }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -89,7 +82,7 @@ class ConnectionStream final : public httplib::Stream {
       return -1;
     }
     if (pos_ == len_) {
-      if (!PollUntil(POLLIN, deadline_, true)) {
+      if (!PollUntil(POLLIN, deadline_us_, true)) {
         if (listener_ != INVALID_SOCKET) failure_ = ReadFailure::kDeadline;
         return -1;
       }
@@ -122,11 +115,14 @@ class ConnectionStream final : public httplib::Stream {
   socket_t socket() const override { return fd_; }
 
  private:
-  // Polls in slices of 100 ms so that, when `stop_aware`, a stopping server is not held up by a client.
-  bool PollUntil(short events, Clock::time_point until, bool stop_aware) const {
+  int64_t Now() const { return limits_.env->MonotonicMicros(); }
+  int64_t After(double seconds) const { return Now() + static_cast<int64_t>(seconds * 1e6); }
+  // Polls in slices of 100 ms so that, when `stop_aware`, a stopping server is not held up by a client
+  // (and a simulated clock moved past `until` is noticed within a slice).
+  bool PollUntil(short events, int64_t until_us, bool stop_aware) const {
     for (;;) {
       if (stop_aware && listener_ == INVALID_SOCKET) return false;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      const int64_t left = (until_us - Now()) / 1000;
       if (left <= 0) return false;
       pollfd p{fd_, events, 0};
       const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 100)));
@@ -147,7 +143,7 @@ class ConnectionStream final : public httplib::Stream {
   const std::atomic<socket_t>& listener_;
   std::array<char, 4096> buf_;
   size_t pos_ = 0, len_ = 0;  // unread bytes are buf_[pos_, len_)
-  Clock::time_point deadline_ = Clock::now();
+  int64_t deadline_us_;  // the current request's read deadline (Env::MonotonicMicros)
   size_t consumed_ = 0;       // bytes handed to the parser in the current phase (headers or body)
   bool in_body_ = false;
   bool close_after_ = false;

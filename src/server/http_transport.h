@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+#include "util/env.h"
+
 namespace ember::server {
 
 struct TransportLimits {
@@ -25,6 +27,10 @@ struct TransportLimits {
   size_t max_header_bytes = 64 << 10;         // request line + headers
   size_t max_raw_body_bytes = size_t{2} << 30;  // wire bytes of one body, chunk framing included
   double write_timeout_s = 10;                // one blocked write to a client that stopped reading
+  // The clock the deadlines are measured on (a simulated one in tests; sockets are still polled in real
+  // 100 ms slices, so a deadline is noticed within one slice of the clock passing it). Must outlive
+  // the server.
+  Env* env = Env::Default();
 };
 
 // Why the current request's reads stopped, for the error the client gets.

@@ -86,7 +86,7 @@ std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Requ
   const bool chat = kind == ApiKind::kChat;
   auto state = std::make_shared<StreamState>(StreamState{
       &ctx, job.value(), std::move(req.value()),
-      ResponseMeta{ctx.NewId(chat ? "chatcmpl-" : "cmpl-"), ctx.clock.unix_seconds(), ctx.model_id},
+      ResponseMeta{ctx.NewId(chat ? "chatcmpl-" : "cmpl-"), ctx.UnixSeconds(), ctx.model_id},
       chat ? "/v1/chat/completions" : "/v1/completions"});
   if (state->req.stream) {
     void (*stream)(StreamState&, SseWriter&) = chat ? &StreamChat : &StreamText;
@@ -116,7 +116,7 @@ std::vector<Route> OpenAIRoutes(ServerContext& ctx) {
        [c](const httplib::Request&, httplib::Response& s) -> std::optional<ApiError> {
          json model = {{"id", c->model_id},
                        {"object", "model"},
-                       {"created", c->clock.unix_seconds()},
+                       {"created", c->UnixSeconds()},
                        {"owned_by", "ember"},
                        {"context_length", c->backend->context_length()}};
          SetJson(s, {{"object", "list"}, {"data", json::array({model})}});

@@ -12,15 +12,9 @@
 #include "server/metrics.h"
 #include "server/scheduler.h"
 #include "server/serve_options.h"
+#include "util/env.h"
 
 namespace ember::server {
-
-// Time is passed in (tests use a fake): steady seconds for durations, unix seconds for `created`.
-struct Clock {
-  std::function<double()> steady_seconds;
-  std::function<int64_t()> unix_seconds;
-};
-Clock SystemClock();
 
 struct ServerContext {
   ServeOptions options;
@@ -28,13 +22,17 @@ struct ServerContext {
   Scheduler* scheduler = nullptr;
   MetricsRegistry* metrics = nullptr;
   const AccessControl* access = nullptr;
-  Clock clock;
+  // Time comes from the Env (tests pass a simulated one): monotonic seconds for durations and uptime,
+  // wall seconds for `created`.
+  Env* env = Env::Default();
   double started_at = 0;
   std::string model_id;                 // the id clients see
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> draining{false};    // shutdown began: new work gets 503
 
   std::string NewId(const char* prefix) { return prefix + std::to_string(next_id.fetch_add(1)); }
+  double SteadySeconds() const { return static_cast<double>(env->MonotonicMicros()) / 1e6; }
+  int64_t UnixSeconds() const { return env->WallMicros() / 1'000'000; }
 };
 
 }  // namespace ember::server

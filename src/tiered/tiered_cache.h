@@ -117,6 +117,8 @@ class TieredCache {
   PromptCache& ram() { return *ram_; }
   const PromptCache& ram() const { return *ram_; }
   bool cold_enabled() const { return store_ != nullptr; }
+  // The Env it reads files and time from (Flush deadlines are on its MonotonicMicros).
+  Env* env() const { return env_; }
 
   // After a RAM lookup that found ram_p usable positions: a strictly longer cold entry, restored.
   ColdLookup LookupCold(std::span<const int32_t> prompt, const std::string& ns, int64_t ram_p);
