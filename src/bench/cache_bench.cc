@@ -1,11 +1,11 @@
 #include "bench/cache_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 #include "session/cached_session.h"
 #include "cache/kv_entry_state.h"
+#include "util/stopwatch.h"
 
 namespace ember {
 
@@ -41,9 +41,9 @@ StatusOr<double> TimeNewTokensAlone(Engine& engine, PromptCache& cache, const st
     EMBER_RETURN_IF_ERROR(seq->Adopt(std::move(dynamic_cast<KvEntryState&>(*hit.view)).Take(),
                                      {prompt.begin(), prompt.begin() + cached}));
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch t0;
   EMBER_RETURN_IF_ERROR(engine.Prefill(*seq, std::span(prompt).subspan(static_cast<size_t>(cached))).status());
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return t0.ElapsedSeconds();
 }
 
 }  // namespace

@@ -4,9 +4,12 @@
 #include <cmath>
 
 #include "bench/eval_format.h"
+#include "bench/preflight.h"
 
 namespace ember::bench {
 namespace {
+
+Env* ClockOf(const H2hEnv& env) { return env.clock != nullptr ? env.clock : Env::Default(); }
 
 struct StackCell {
   StackRunner* runner;
@@ -113,7 +116,7 @@ class LegRun {
 
   EvalRow BaseRow(const StackCell& c) const {
     EvalRow r;
-    r.created_at = env_.now ? env_.now() : "";
+    r.created_at = UtcIso(ClockOf(env_)->WallMicros());
     r.ember_commit = env_.revision.commit;
     r.ember_dirty = env_.revision.dirty;
     r.stack = c.runner->name();
@@ -265,7 +268,7 @@ Status CheckSetup(const H2hConfig& cfg, const H2hEnv& env) {
 Status StoreNotApplicable(const H2hConfig& cfg, H2hEnv& env, const std::string& model, const std::string& hash,
                           Leg leg, const StackRunner& s, const std::string& reason) {
   EvalRow r;
-  r.created_at = env.now ? env.now() : "";
+  r.created_at = UtcIso(ClockOf(env)->WallMicros());
   r.ember_commit = env.revision.commit;
   r.ember_dirty = env.revision.dirty;
   r.stack = s.name();

@@ -27,6 +27,7 @@
 #include "bench/source_revision.h"
 #include "bench/stability.h"
 #include "bench/stack_runner.h"
+#include "util/env.h"
 
 namespace ember::bench {
 
@@ -57,7 +58,7 @@ struct H2hEnv {
   // Cache legs: turn k's full prompt ids of the fixed conversation (served_bench.h), once per model.
   std::function<StatusOr<std::vector<std::vector<int32_t>>>(const std::string& model, int turns)> conversation;
   std::function<PreflightSnapshot()> preflight;
-  std::function<std::string()> now;  // ISO-8601 UTC
+  Env* clock = nullptr;              // created_at timestamps (its WallMicros); null: Env::Default()
   SourceRevision revision;
   Progress* progress = nullptr;      // optional
   std::function<void(const std::string&)> log;  // optional, one line per event

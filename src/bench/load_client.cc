@@ -4,19 +4,20 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 
 #include "bench/sse_parser.h"
+#include "util/env.h"
 
 namespace ember::bench {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
-double Since(SteadyClock::time_point t0) { return std::chrono::duration<double>(SteadyClock::now() - t0).count(); }
+// Monotonic time in microseconds, from the process Env (docs/conventions.md "Time").
+int64_t NowUs() { return Env::Default()->MonotonicMicros(); }
+double Since(int64_t t0_us) { return static_cast<double>(NowUs() - t0_us) / 1e6; }
+int64_t After(int64_t t0_us, double seconds) { return t0_us + static_cast<int64_t>(seconds * 1e6); }
 
 std::string RequestBody(const LoadConfig& cfg) {
   return nlohmann::json{{"model", cfg.model},
@@ -68,14 +69,14 @@ void OnEvent(const std::string& data, double t, RequestResult& r, StreamState& s
 }
 
 // Runs `count` requests with `in_flight` workers pulling from a shared counter (closed loop).
-std::vector<RequestResult> ClosedLevel(const LoadConfig& cfg, int in_flight, SteadyClock::time_point deadline) {
+std::vector<RequestResult> ClosedLevel(const LoadConfig& cfg, int in_flight, int64_t deadline_us) {
   std::vector<RequestResult> results(static_cast<size_t>(cfg.requests_per_level));
   std::atomic<int> next{0};
   std::vector<std::thread> workers;
   for (int w = 0; w < in_flight; ++w)
     workers.emplace_back([&] {
       for (int i; (i = next++) < cfg.requests_per_level;) {
-        if (SteadyClock::now() > deadline) {
+        if (NowUs() > deadline_us) {
           results[static_cast<size_t>(i)].error = "skipped: time budget exhausted";
           continue;
         }
@@ -87,17 +88,17 @@ std::vector<RequestResult> ClosedLevel(const LoadConfig& cfg, int in_flight, Ste
 }
 
 // Starts request i at i * 60/rpm seconds, whatever is still in flight (open loop).
-std::vector<RequestResult> OpenLevel(const LoadConfig& cfg, double rpm, SteadyClock::time_point deadline) {
+std::vector<RequestResult> OpenLevel(const LoadConfig& cfg, double rpm, int64_t deadline_us) {
   std::vector<RequestResult> results(static_cast<size_t>(cfg.requests_per_level));
   std::vector<std::thread> threads;
-  const auto t0 = SteadyClock::now();
+  const int64_t t0 = NowUs();
   for (int i = 0; i < cfg.requests_per_level; ++i) {
-    auto at = t0 + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(i * 60.0 / rpm));
-    if (at > deadline) {
+    const int64_t at = After(t0, i * 60.0 / rpm);
+    if (at > deadline_us) {
       results[static_cast<size_t>(i)].error = "skipped: time budget exhausted";
       continue;
     }
-    std::this_thread::sleep_until(at);
+    Env::Default()->SleepForMicros(at - NowUs());
     threads.emplace_back([&cfg, &results, i] { results[static_cast<size_t>(i)] = SendChatRequest(cfg); });
   }
   for (auto& t : threads) t.join();
@@ -147,7 +148,7 @@ RequestResult SendChatRequest(const LoadConfig& cfg) {
   std::string body_head;  // the start of a non-SSE (error) body, for the message
   size_t received = 0;    // response body bytes, to tell a dropped stream from a refused connection
   bool timed_out = false;
-  const auto t0 = SteadyClock::now();
+  const int64_t t0 = NowUs();
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
     const double t = Since(t0);
     received += len;
@@ -187,17 +188,16 @@ RequestResult SendChatRequest(const LoadConfig& cfg) {
 StatusOr<LoadReport> RunLoad(const LoadConfig& cfg) {
   EMBER_RETURN_IF_ERROR(ValidateLoadConfig(cfg));
   LoadReport rep;
-  const auto start = SteadyClock::now();
-  const auto deadline = start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(cfg.max_total_s));
+  const int64_t deadline = After(NowUs(), cfg.max_total_s);
   for (int c : cfg.concurrency) {
-    if (SteadyClock::now() > deadline) { rep.truncated = true; break; }
-    const auto t0 = SteadyClock::now();
+    if (NowUs() > deadline) { rep.truncated = true; break; }
+    const int64_t t0 = NowUs();
     auto results = ClosedLevel(cfg, c, deadline);
     rep.closed.push_back(SummarizeLevel("closed", c, results, Since(t0)));
   }
   for (double r : cfg.rpm) {
-    if (SteadyClock::now() > deadline) { rep.truncated = true; break; }
-    const auto t0 = SteadyClock::now();
+    if (NowUs() > deadline) { rep.truncated = true; break; }
+    const int64_t t0 = NowUs();
     auto results = OpenLevel(cfg, r, deadline);
     rep.open.push_back(SummarizeLevel("open", r, results, Since(t0)));
   }

@@ -97,7 +97,9 @@ StatusOr<PreflightReport> RunPreflight(const PreflightLimits& limits, const Pref
 // Fraction of `path`'s pages resident in the page cache (mincore over a read-only mapping).
 StatusOr<double> PageCacheResidentFraction(const std::string& path);
 
-// Current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
+// A wall time (microseconds since the epoch) as "YYYY-MM-DDTHH:MM:SSZ".
+std::string UtcIso(int64_t wall_micros);
+// Env::Default()'s wall time, as UtcIso.
 std::string UtcNowIso();
 
 }  // namespace ember::bench

@@ -5,23 +5,24 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <ctime>
-#include <thread>
 #include <vector>
 
 #include "bench/preflight.h"
+#include "util/stopwatch.h"
 
 namespace ember::bench {
 
-std::string UtcNowIso() {
-  std::time_t t = std::time(nullptr);
+std::string UtcIso(int64_t wall_micros) {
+  std::time_t t = static_cast<std::time_t>(wall_micros / 1'000'000);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+std::string UtcNowIso() { return UtcIso(Env::Default()->WallMicros()); }
 
 StatusOr<double> PageCacheResidentFraction(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -68,11 +69,11 @@ StatusOr<PreflightReport> RunPreflight(const PreflightLimits& limits, const Pref
   in.ticks_per_s = ::sysconf(_SC_CLK_TCK);
   in.page_size = ::sysconf(_SC_PAGESIZE);
   in.at = UtcNowIso();
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch window;
   in.before = ReadMachineSample(opts.root);
-  std::this_thread::sleep_for(std::chrono::duration<double>(opts.window_s));
+  Env::Default()->SleepForMicros(static_cast<int64_t>(opts.window_s * 1e6));
   in.after = ReadMachineSample(opts.root);
-  in.window_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  in.window_s = window.ElapsedSeconds();
   return EvaluatePreflight(in, limits);
 }
 

@@ -15,8 +15,8 @@ std::string FormatDuration(double s) {
   return buf;
 }
 
-Progress::Progress(int total, bool tty, std::FILE* out, Clock clock)
-    : total_(std::max(total, 0)), tty_(tty), out_(out), clock_(std::move(clock)), start_(clock_()) {}
+Progress::Progress(int total, bool tty, std::FILE* out, Env* clock)
+    : total_(std::max(total, 0)), tty_(tty), out_(out), clock_(clock != nullptr ? clock : Env::Default()), start_(Now()) {}
 
 std::string Progress::Line(const std::string& label) const {
   constexpr int kWidth = 24;
@@ -25,7 +25,7 @@ std::string Progress::Line(const std::string& label) const {
   bar.front() = '[';
   bar.back() = ']';
   std::fill_n(bar.begin() + 1, filled, '#');
-  const double elapsed = clock_() - start_;
+  const double elapsed = Now() - start_;
   // Linear ETA from the average step so far; unknown until the first step finishes.
   std::string eta = done_ > 0 ? FormatDuration(elapsed / done_ * std::max(total_ - done_, 0)) : "?";
   return bar + " " + std::to_string(done_) + "/" + std::to_string(total_) + " ETA " + eta + "  " + label;

@@ -1,18 +1,19 @@
 // A one-line progress bar with ETA for long benchmark passes. On a TTY it redraws in place; elsewhere
-// (CI logs, pipes) it prints one plain line per step so logs stay readable. Time comes from the caller's
-// clock function, so tests drive it without sleeping. Not thread-safe.
+// (CI logs, pipes) it prints one plain line per step so logs stay readable. Time comes from an Env's
+// monotonic clock, so tests drive it with a simulated one. Not thread-safe.
 #pragma once
 
 #include <cstdio>
-#include <functional>
 #include <string>
+
+#include "util/env.h"
 
 namespace ember::bench {
 
 class Progress {
  public:
-  using Clock = std::function<double()>;  // seconds, monotonic
-  Progress(int total, bool tty, std::FILE* out, Clock clock);
+  // clock: null means Env::Default(); it must outlive the bar.
+  Progress(int total, bool tty, std::FILE* out, Env* clock = nullptr);
 
   // One unit done; `label` says what just finished ("tiny.gguf ember round 3/5").
   void Step(const std::string& label);
@@ -29,7 +30,8 @@ class Progress {
   int total_, done_ = 0;
   bool tty_;
   std::FILE* out_;
-  Clock clock_;
+  double Now() const { return static_cast<double>(clock_->MonotonicMicros()) / 1e6; }
+  Env* clock_;
   double start_;
 };
 

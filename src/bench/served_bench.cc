@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -21,16 +20,17 @@
 #include "bench/sse_parser.h"
 #include "bench/stats.h"
 #include "bench/subprocess.h"
+#include "util/env.h"
 
 namespace ember::bench {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
 using nlohmann::json;
 
-double MsSince(SteadyClock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
-}
+// Monotonic time in microseconds, from the process Env (docs/conventions.md "Time").
+int64_t NowUs() { return Env::Default()->MonotonicMicros(); }
+double MsSince(int64_t t0_us) { return static_cast<double>(NowUs() - t0_us) / 1e3; }
+int64_t After(int64_t t0_us, double seconds) { return t0_us + static_cast<int64_t>(seconds * 1e6); }
 
 std::string ReadTail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
@@ -88,7 +88,7 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
   p->log_path_ = TempPath("ember-serve", ".log");
   const int log_fd = ::open(p->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (log_fd < 0) return ErrnoStatus("open", p->log_path_, errno);
-  const auto t0 = SteadyClock::now();
+  const int64_t t0 = NowUs();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -111,7 +111,7 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
   p->pid_ = pid;
   // The port line ("... on http://127.0.0.1:PORT"), then the first 200 from /health.
   static const std::regex kPort(R"(on http://[^\s:]+:(\d+))");
-  const auto deadline = t0 + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s.ready_timeout_s));
+  const int64_t deadline = After(t0, s.ready_timeout_s);
   auto exited = [&p]() {
     int status = 0;
     if (::waitpid(p->pid_, &status, WNOHANG) == p->pid_) {
@@ -128,8 +128,8 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
       break;
     }
     if (exited()) return Internal("ember serve exited before listening: " + log.substr(0, 800));
-    if (SteadyClock::now() > deadline) return ResourceExhausted("ember serve did not listen within the time limit: " + log.substr(0, 800));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (NowUs() > deadline) return ResourceExhausted("ember serve did not listen within the time limit: " + log.substr(0, 800));
+    Env::Default()->SleepForMicros(2000);
   }
   httplib::Client cli("127.0.0.1", p->port_);
   cli.set_connection_timeout(1, 0);
@@ -138,8 +138,8 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
     auto res = cli.Get("/health");
     if (res && res->status == 200) break;
     if (exited()) return Internal("ember serve exited before /health answered: " + p->Log());
-    if (SteadyClock::now() > deadline) return ResourceExhausted("ember serve: /health did not answer 200 in time");
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (NowUs() > deadline) return ResourceExhausted("ember serve: /health did not answer 200 in time");
+    Env::Default()->SleepForMicros(10'000);
   }
   p->ready_ms_ = MsSince(t0);
   return p;
@@ -182,19 +182,19 @@ std::optional<int> ServerProcess::EngineThreads() const {
 StatusOr<int> ServerProcess::Stop(double grace_s) {
   if (stopped_) return Internal("ember serve had already exited");
   ::kill(pid_, SIGTERM);
-  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(grace_s));
+  const int64_t deadline = After(NowUs(), grace_s);
   int status = 0;
   for (;;) {
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) break;
-    if (SteadyClock::now() > deadline) {
+    if (NowUs() > deadline) {
       ::kill(-pid_, SIGKILL);
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
       stopped_ = true;
       return ResourceExhausted("ember serve did not drain within " + std::to_string(grace_s) + " s; killed");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    Env::Default()->SleepForMicros(5000);
   }
   stopped_ = true;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -263,7 +263,7 @@ StatusOr<CompletionTiming> StreamCompletion(int port, const CompletionCall& call
   SseParser parser;
   CompletionTiming t;
   std::string error, head;
-  const auto t0 = SteadyClock::now();
+  const int64_t t0 = NowUs();
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
     const double ms = MsSince(t0);
     if (head.size() < 400) head.append(data, std::min<size_t>(len, 400));

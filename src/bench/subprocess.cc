@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
+
+#include "util/stopwatch.h"
 
 namespace ember::bench {
 namespace {
@@ -32,14 +33,14 @@ namespace {
 }
 
 // Drains both pipes until they close or the deadline passes.
-bool Pump(int out_fd, int err_fd, std::string& out, std::string& err, std::chrono::steady_clock::time_point deadline) {
+bool Pump(int out_fd, int err_fd, std::string& out, std::string& err, int64_t deadline_us) {
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   int open_fds = 2;
   char buf[65536];
   while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    int rc = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    const int64_t left_ms = (deadline_us - Env::Default()->MonotonicMicros()) / 1000;
+    if (left_ms <= 0) return false;
+    int rc = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
     if (rc < 0 && errno != EINTR) return true;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -65,7 +66,7 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv, double 
     ::close(out_pipe[0]), ::close(out_pipe[1]);
     return ErrnoStatus("pipe", argv[0], errno);
   }
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch start;
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -77,9 +78,8 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv, double 
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ProcessResult r;
-  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(timeout_s));
-  if (!Pump(out_pipe[0], err_pipe[0], r.out, r.err, deadline)) {
+  const int64_t deadline_us = start.start_micros() + static_cast<int64_t>(timeout_s * 1e6);
+  if (!Pump(out_pipe[0], err_pipe[0], r.out, r.err, deadline_us)) {
     r.timed_out = true;
     ::kill(-pid, SIGKILL);
   }
@@ -89,7 +89,7 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv, double 
   rusage ru{};
   while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.wall_s = start.ElapsedSeconds();
   r.peak_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);

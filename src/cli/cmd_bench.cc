@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -22,11 +21,11 @@
 #include "cache/cache_options.h"
 #include "cli/command.h"
 #include "engine/engine.h"
+#include "util/stopwatch.h"
 
 namespace ember::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 struct Args {
@@ -57,7 +56,7 @@ StatusOr<std::vector<int32_t>> ReadTokensFile(const std::string& path, int64_t n
   return ids;
 }
 
-double Secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double Secs(const Stopwatch& t0) { return t0.ElapsedSeconds(); }
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -73,7 +72,7 @@ double MeasureReadBandwidth(int threads) {
   for (int rep = 0; rep < 3; ++rep) {
     std::vector<std::thread> ts;
     std::vector<uint64_t> sums(static_cast<size_t>(threads));
-    const auto t0 = Clock::now();
+    const Stopwatch t0;
     for (int t = 0; t < threads; ++t) {
       ts.emplace_back([&, t] {
         const size_t b = n * t / threads, e = n * (t + 1) / threads;
@@ -99,13 +98,13 @@ StatusOr<RepResult> RunOnce(Engine& e, const std::vector<int32_t>& prompt, int64
   EMBER_ASSIGN_OR_RETURN(auto seq, e.NewSequence());
   RepResult r;
   seq->op_times() = *pp_ops;
-  auto t0 = Clock::now();
+  Stopwatch t0;
   EMBER_ASSIGN_OR_RETURN(const float* logits, e.Prefill(*seq, prompt, ubatch));
   r.pp_tok_s = static_cast<double>(prompt.size()) / Secs(t0);
   *pp_ops = seq->op_times();
   seq->op_times() = *tg_ops;
   const int64_t nv = e.model().config().n_vocab;
-  t0 = Clock::now();
+  t0.Reset();
   for (int64_t i = 0; i < tg; ++i) {  // greedy, as the peer's bench does
     const int32_t tok = static_cast<int32_t>(std::max_element(logits, logits + nv) - logits);
     EMBER_ASSIGN_OR_RETURN(logits, e.Decode(*seq, tok));

@@ -4,7 +4,6 @@
 // both sides. Token counts are compared as a parity check.
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -14,6 +13,7 @@
 #include "cli/command.h"
 #include "tokenizer/corpus.h"
 #include "tokenizer/tokenizer.h"
+#include "util/stopwatch.h"
 
 namespace ember::cli {
 namespace {
@@ -64,9 +64,9 @@ int Run(const Args& a) {
   double best = 1e30;
   size_t n_tokens = 0;
   for (int r = 0; r < std::max(1, a.runs); ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const Stopwatch t0;
     const std::vector<int32_t> ids = (*tok)->Encode(text, /*add_special=*/false, a.special);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best, t0.ElapsedSeconds());
     n_tokens = ids.size();
   }
   const double ember_mbs = text.size() / 1e6 / best;

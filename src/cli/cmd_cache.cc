@@ -148,7 +148,7 @@ std::string AboutField(const ordered_json& about, const char* key) {
 }
 
 std::string Age(int64_t mtime_us) {
-  const double s = static_cast<double>(std::time(nullptr)) - static_cast<double>(mtime_us) / 1e6;
+  const double s = static_cast<double>(Env::Default()->WallMicros() - mtime_us) / 1e6;
   char buf[32];
   if (s < 120) std::snprintf(buf, sizeof buf, "%.0fs", s);
   else if (s < 7200) std::snprintf(buf, sizeof buf, "%.0fm", s / 60);

@@ -41,7 +41,7 @@ struct Chat {
       nlohmann::ordered_json ctx = {{"messages", messages}, {"add_generation_prompt", true},
                                     {"bos_token", bos}, {"eos_token", eos}};
       ChatTemplateOptions opts;
-      opts.clock = [] { return std::chrono::system_clock::now(); };  // the CLI is the edge
+      opts.env = Env::Default();  // the CLI is the edge: real time is wanted
       EMBER_ASSIGN_OR_RETURN(text, RenderChatTemplate(tmpl, ctx, opts));
     }
     // Templates usually write the BOS text themselves; add it only when they did not.

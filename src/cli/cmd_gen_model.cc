@@ -1,11 +1,11 @@
 // ember gen-model: a GGUF model with seeded random weights and a real tokenizer.
-#include <chrono>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "genmodel/gen_model.h"
+#include "util/stopwatch.h"
 
 namespace ember::cli {
 namespace {
@@ -33,13 +33,13 @@ Status ParseTypes(Args& a) {
 int Run(Args& a) {
   Status st = ParseTypes(a);
   GenModelReport report;
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch t0;
   if (st.ok()) st = GenerateModel(a.o, a.out, &report);
   if (!st.ok()) {
     std::cerr << "ember gen-model: " << st.ToString() << "\n";
     return 1;
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = t0.ElapsedSeconds();
   if (a.json) {
     nlohmann::json j = {{"out", a.out}, {"arch", a.o.arch}, {"tokenizer", a.o.tokenizer},
                         {"n_vocab", report.n_vocab}, {"n_params", report.n_params},

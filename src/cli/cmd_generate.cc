@@ -1,6 +1,5 @@
 // ember generate: stream a completion to stdout; timings (prefill / decode tok/s, time to first
 // token, load time) to stderr at the end.
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -10,6 +9,7 @@
 #include "cli/command.h"
 #include "engine/engine.h"
 #include "template/chat_template.h"
+#include "util/stopwatch.h"
 
 namespace ember::cli {
 namespace {
@@ -48,13 +48,13 @@ StatusOr<KvDtype> ParseKv(const std::string& s) {
 }
 
 Status Run(const Args& a) {
-  const auto t_start = std::chrono::steady_clock::now();
+  const Stopwatch t_start;
   EngineOptions eo;
   eo.threads = a.threads;
   eo.ubatch = a.ubatch;
   EMBER_ASSIGN_OR_RETURN(eo.kv_dtype, ParseKv(a.kv));
   EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  const double load_s = t_start.ElapsedSeconds();
   EMBER_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, BuildPrompt(*engine, a));
   if (prompt.empty()) return InvalidArgument("the prompt tokenized to nothing");
   EMBER_ASSIGN_OR_RETURN(auto seq, engine->NewSequence());
@@ -68,7 +68,7 @@ Status Run(const Args& a) {
   double first_token_s = 0;
   auto on_token = [&](int32_t t) {
     if (first_token_s == 0) {
-      first_token_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      first_token_s = t_start.ElapsedSeconds();
     }
     if (engine->tokenizer()->IsEog(t)) return true;
     const std::string piece = detok.Push(t);

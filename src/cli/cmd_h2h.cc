@@ -1,7 +1,6 @@
 // `ember h2h`: ember vs llama.cpp, cell by cell, stored in the eval DB (method: src/bench/h2h.h).
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,10 +35,6 @@ std::string SelfBinary() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string("ember") : (p.parent_path() / "ember").string();
-}
-
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int RunH2hCommand(H2hArgs& a) {
@@ -87,11 +82,10 @@ int RunH2hCommand(H2hArgs& a) {
       return bench::PreflightSnapshot{r->ok, bench::PreflightToJson(*r)};
     };
   }
-  env.now = bench::UtcNowIso;
   env.revision = bench::ReadSourceRevision(EMBER_SOURCE_DIR);
   const int units = static_cast<int>(a.cfg.models.size() * a.cfg.legs.size() * owned.size()) *
                     (a.cfg.rounds + (a.cfg.warmup ? 1 : 0));
-  bench::Progress progress(units, ::isatty(STDERR_FILENO) != 0, stderr, NowSeconds);
+  bench::Progress progress(units, ::isatty(STDERR_FILENO) != 0, stderr);
   env.progress = &progress;
   env.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
   auto summary = bench::RunH2h(a.cfg, env);

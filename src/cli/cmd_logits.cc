@@ -1,6 +1,5 @@
 // ember logits: teacher-forced evaluation writing every position's logits (n_tokens x n_vocab
 // little-endian float32 rows) — the raw material of the parity tests against llama.cpp.
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +9,7 @@
 
 #include "cli/command.h"
 #include "engine/engine.h"
+#include "util/stopwatch.h"
 
 namespace ember::cli {
 namespace {
@@ -66,9 +66,9 @@ Status Run(const Args& a) {
   }
   EMBER_ASSIGN_OR_RETURN(auto seq, engine->NewSequence(/*all_logits=*/true));
   std::vector<float> rows;
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch t0;
   EMBER_RETURN_IF_ERROR(engine->Evaluate(*seq, ids, a.ubatch, &rows));
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = t0.ElapsedSeconds();
   if (!a.out.empty()) EMBER_RETURN_IF_ERROR(WriteRows(a.out, rows));
   const int64_t nv = engine->model().config().n_vocab;
   if (a.json) {

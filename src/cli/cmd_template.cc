@@ -90,7 +90,7 @@ StatusOr<std::string> Render(const Args& a) {
   context["eos_token"] = m.eos;
   if (!a.enable_thinking.empty()) context["enable_thinking"] = a.enable_thinking == "true";
   ChatTemplateOptions opts;
-  opts.clock = [] { return std::chrono::system_clock::now(); };  // the CLI is the edge: real time is wanted
+  opts.env = Env::Default();  // the CLI is the edge: real time is wanted
   return RenderChatTemplate(m.chat_template, context, opts);
 }
 

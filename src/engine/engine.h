@@ -29,6 +29,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "util/env.h"
 
 namespace ember {
 
@@ -40,6 +41,7 @@ struct EngineOptions {
   int32_t kv_block_size = 32;
   bool load_tokenizer = true;    // false: ids only (no tokenizer keys needed)
   bool prefault_weights = true;  // map the weight pages at load (overlapped with the tokenizer build)
+  Env* env = nullptr;            // clock for the timings Generate reports; null: Env::Default()
 };
 
 // One sequence's state: the tokens forwarded so far and their KV, plus its activation buffers.

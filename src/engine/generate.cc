@@ -1,18 +1,11 @@
 // Engine::Generate: prefill, then sample / stream / decode until end-of-generation, the length limit,
 // cancellation or the callback says stop.
-#include <chrono>
 #include <string>
 
 #include "engine/engine.h"
+#include "util/stopwatch.h"
 
 namespace ember {
-namespace {
-
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t> prompt,
                                           const GenerateOptions& options, const TokenCallback& on_token) {
@@ -23,7 +16,7 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
   const bool want_logprobs = options.top_logprobs >= 0;
   TokenLogprobs lp;
   GenerateResult r;
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch since_start(opts_.env);
   auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed); };
   Sampler sampler(options.sampling, model_->config().n_vocab);
   for (int32_t t : seq.tokens()) sampler.Accept(t);  // the penalty window sees the whole context
@@ -31,12 +24,12 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
   const int64_t n_before = seq.n_pos();
   EMBER_ASSIGN_OR_RETURN(const float* logits, Prefill(seq, prompt, options.ubatch, options.cancel));
   r.prompt_tokens = seq.n_pos() - n_before;  // all of the prompt, unless cancelled part way
-  r.prefill_s = Since(t0);
+  r.prefill_s = since_start.ElapsedSeconds();
   if (logits == nullptr) {
     r.stop = StopReason::kCancelled;  // during prefill: no token, the sequence holds what was done
     return r;
   }
-  const auto td = std::chrono::steady_clock::now();
+  const Stopwatch since_decode(opts_.env);
   while (static_cast<int64_t>(r.tokens.size()) < options.max_tokens) {
     if (cancelled()) {
       r.stop = StopReason::kCancelled;
@@ -49,7 +42,7 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
       if (options.on_logprobs) options.on_logprobs(lp);
       r.logprobs.push_back(lp);
     }
-    if (r.tokens.size() == 1) r.ttft_s = Since(t0);
+    if (r.tokens.size() == 1) r.ttft_s = since_start.ElapsedSeconds();
     const bool keep_going = on_token ? on_token(tok) : true;
     if (options.stop_at_eog && tokenizer_ && tokenizer_->IsEog(tok)) {
       r.stop = StopReason::kEog;
@@ -63,7 +56,7 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
     EMBER_ASSIGN_OR_RETURN(logits, Decode(seq, tok));
     ++r.decode_tokens;
   }
-  r.decode_s = Since(td);
+  r.decode_s = since_decode.ElapsedSeconds();
   return r;
 }
 

@@ -143,9 +143,9 @@ void AddGlobals(Env* env) {
       return InvalidArgument("strftime_now() expects a format string");
     }
     EMBER_RETURN_IF_ERROR(ev.budget().ChargeBytes(a.positional[0].as_string().size()));
-    const auto& clock = ev.options().clock;
-    return Value::String(FormatTime(a.positional[0].as_string(),
-                                    clock ? clock() : std::chrono::system_clock::now()));
+    ::ember::Env* clock = ev.options().env != nullptr ? ev.options().env : ::ember::Env::Default();
+    const std::chrono::system_clock::time_point now{std::chrono::microseconds(clock->WallMicros())};
+    return Value::String(FormatTime(a.positional[0].as_string(), now));
   }));
 }
 

@@ -21,7 +21,7 @@
 
 namespace ember {
 
-using ChatTemplateOptions = jinja::EvalOptions;  // clock for strftime_now, output/recursion limits
+using ChatTemplateOptions = jinja::EvalOptions;  // clock (env) for strftime_now, output/recursion limits
 
 StatusOr<std::string> RenderChatTemplate(const std::string& tmpl, const nlohmann::ordered_json& context,
                                          const ChatTemplateOptions& opts = {});

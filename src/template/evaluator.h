@@ -17,6 +17,7 @@
 #include "template/ast.h"
 #include "template/limits.h"
 #include "template/value.h"
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember::jinja {
@@ -32,9 +33,10 @@ struct Env {
 using EnvPtr = std::shared_ptr<Env>;
 
 struct EvalOptions {
-  // Time source for strftime_now(); null means the system clock. Servers pass their Env's clock and tests
-  // a fixed one, so renders are deterministic.
-  std::function<std::chrono::system_clock::time_point()> clock;
+  // Time source for strftime_now() (its WallMicros); null: ::ember::Env::Default(). Tests pass a
+  // simulated clock (tests/support/sim_env.h) so renders are deterministic. (Spelled ::ember::Env: in
+  // this namespace Env is the template's variable scope.)
+  ::ember::Env* env = nullptr;
   Limits limits;                  // steps, sizes, depths (template/limits.h)
   RenderStats* stats = nullptr;   // if set, receives the steps the render used (also when it fails)
 };

@@ -13,8 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include "template/template.h"
+#include "util/env_wrapper.h"
 
 namespace {
+
+// strftime_now() renders one fixed instant, so a finding reproduces whenever it is replayed.
+class FixedWallEnv final : public ember::EnvWrapper {
+ public:
+  FixedWallEnv() : EnvWrapper(ember::Env::Default()) {}
+  int64_t WallMicros() override { return int64_t{1721989800} * 1'000'000; }
+};
 
 // Real chat templates are under 5 KB (tests/template/templates/); much larger inputs only make each run
 // slower (parse time grows with size) without reaching new code.
@@ -24,7 +32,8 @@ constexpr size_t kMaxTemplateBytes = 8 << 10;
 // templates that are legitimately slow; a new limit (e.g. a step budget) is set here.
 ember::jinja::EvalOptions FuzzOptions() {
   ember::jinja::EvalOptions opts;
-  opts.clock = [] { return std::chrono::system_clock::time_point(std::chrono::seconds(1721989800)); };
+  static FixedWallEnv fixed_time;
+  opts.env = &fixed_time;
   // Small limits keep every run fast: the limits themselves are what is being fuzzed, not their size.
   opts.limits.max_output_bytes = 1 << 20;
   opts.limits.max_string_bytes = 1 << 20;

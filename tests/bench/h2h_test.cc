@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/sim_env.h"
+
 namespace ember::bench {
 namespace {
 
@@ -79,11 +81,12 @@ class H2hTest : public ::testing::Test {
       ++preflights_;
       return PreflightSnapshot{preflight_ok_, {{"ok", preflight_ok_}}};
     };
-    env.now = [] { return std::string("2026-11-29T21:00:00Z"); };
+    env.clock = &clock_;
     env.revision = {"c0ffee", false};
     return env;
   }
 
+  ember::testing::SimEnv clock_;  // created_at and the progress bar's clock
   fs::path dir_;
   std::string model_;
   std::unique_ptr<EvalDb> db_;
@@ -219,8 +222,7 @@ TEST_F(H2hTest, MissingModelAndBadConfigAreErrorsNotCrashes) {
 TEST_F(H2hTest, ProgressCountsEveryRoundIncludingExtras) {
   FakeStack ember("ember", &journal_, {50, 50, 30, 50.5, 50.2});
   H2hEnv env = Env({&ember});
-  double t = 0;
-  Progress progress(1 * (3 + 1), /*tty=*/false, nullptr, [&t] { return t += 1; });
+  Progress progress(1 * (3 + 1), /*tty=*/false, nullptr, &clock_);
   env.progress = &progress;
   ASSERT_TRUE(RunH2h(cfg_, env).ok());
   EXPECT_EQ(progress.done(), 5);
@@ -351,10 +353,10 @@ TEST_F(H2hTest, CacheLegWithoutConversationFailsItsCellsOnly) {
 }
 
 TEST(Progress, BarAndEta) {
-  double t = 0;
-  Progress p(4, false, nullptr, [&t] { return t; });
+  ember::testing::SimEnv clock;
+  Progress p(4, false, nullptr, &clock);
   EXPECT_NE(p.Line("x").find("0/4 ETA ?"), std::string::npos);
-  t = 10;
+  clock.Advance(10'000'000);
   p.Step("a");
   EXPECT_EQ(p.Line("b"), "[######..................] 1/4 ETA 30s  b");
   EXPECT_EQ(FormatDuration(192), "3m12s");

@@ -10,6 +10,7 @@
 #include "cache/cache_namespace.h"
 #include "cache/trim_rules.h"
 #include "fake_state.h"
+#include "support/sim_env.h"
 
 namespace ember {
 namespace {
@@ -363,6 +364,37 @@ TEST(PromptCacheRules, SpillHookMayReenterTheCache) {
   Put(c, Seq(8, 1, 8));
   Put(c, Seq(8, 2, 8));
   EXPECT_EQ(seen_entries, 1u);
+}
+
+// Last-use times (what idle demotion asks IdleSince about) come from the Env's clock: an insert and a
+// lookup hit stamp the simulated time, exactly.
+TEST(PromptCacheRules, LastUseIsStampedOnTheEnvClock) {
+  constexpr int64_t kSecond = 1'000'000;
+  testing::SimEnv clock;
+  PromptCacheOptions o;
+  o.capacity_bytes = 1 << 20;
+  o.env = &clock;
+  PromptCache c(std::move(o));
+  const int64_t t0 = clock.MonotonicMicros();
+  Put(c, Seq(8, 1, 8));
+  clock.Advance(10 * kSecond);
+  Put(c, Seq(8, 2, 8));
+  EXPECT_EQ(c.NowMicros(), t0 + 10 * kSecond);
+  EXPECT_TRUE(c.IdleSince(t0 - 1).empty());
+  const auto idle = c.IdleSince(t0);
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0]->tokens, Seq(8, 1, 8));
+  EXPECT_EQ(c.IdleSince(t0 + 10 * kSecond).size(), 2u);
+  clock.Advance(5 * kSecond);
+  std::vector<int32_t> prompt = Seq(8, 1, 8);
+  prompt.push_back(7777);
+  EXPECT_EQ(HitLen(c, prompt), 8);  // used again at t0 + 15 s
+  const auto still_idle = c.IdleSince(t0 + 10 * kSecond);
+  ASSERT_EQ(still_idle.size(), 1u);
+  EXPECT_EQ(still_idle[0]->tokens, Seq(8, 2, 8));
+  const auto first = c.IdleSince(t0 + 15 * kSecond).back();
+  EXPECT_EQ(first->tokens, Seq(8, 1, 8));  // oldest-used first: the re-used one is last
+  EXPECT_FALSE(c.Remove(first.get(), t0 + 10 * kSecond));  // used after that cutoff: it stays
 }
 
 // Lookups, inserts and eviction from many threads keep the invariant (bytes <= cap, views usable).

@@ -14,6 +14,11 @@ int64_t SimEnv::WallMicros() {
   return wall_;
 }
 
+void SimEnv::SetWallMicros(int64_t us) {
+  std::lock_guard<std::mutex> lock(sim_mu_);
+  wall_ = us;
+}
+
 int64_t SimEnv::MonotonicMicros() {
   std::lock_guard<std::mutex> lock(sim_mu_);
   return monotonic_;

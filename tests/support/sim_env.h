@@ -44,6 +44,8 @@ class SimEnv : public EnvWrapper {
   // Moves both clocks forward by us (>= 0) and wakes the waiters that are due.
   void Advance(int64_t us);
   void AdvanceSeconds(double s) { Advance(static_cast<int64_t>(s * 1e6)); }
+  // Sets the wall clock alone (a real one can be set, even backwards); monotonic time is unaffected.
+  void SetWallMicros(int64_t us);
   // Blocks until at least n threads are inside WaitUntil and not yet woken by an Advance. False after a
   // minute of real time (a hung test fails instead of hanging; no test relies on that duration).
   [[nodiscard]] bool AwaitWaiters(size_t n);

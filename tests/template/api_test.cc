@@ -72,8 +72,12 @@ TEST(Api, ClockComesFromTheCaller) {
   auto t = Template::Parse("{{ strftime_now('%Y-%m-%d') }}");
   ASSERT_TRUE(t.ok());
   EvalOptions opts;
-  opts.clock = [] { return std::chrono::system_clock::time_point(std::chrono::seconds(0)); };
+  ::ember::testing::SimEnv env;
+  env.SetWallMicros(0);
+  opts.env = &env;
   EXPECT_EQ(*t->Render(J("{}"), opts), "1970-01-01");
+  env.SetWallMicros(int64_t{86400} * 1'000'000 * 365);  // the render reads the Env at render time
+  EXPECT_EQ(*t->Render(J("{}"), opts), "1971-01-01");
 }
 
 TEST(Limits, RecursionOutputAndRange) {

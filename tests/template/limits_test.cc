@@ -282,7 +282,7 @@ TEST(RealTemplates, LongConversationsUseLittleOfTheBudget) {
     nlohmann::ordered_json ctx = {{"messages", messages}, {"add_generation_prompt", true}};
     for (const auto& [k, v] : toks.items()) ctx[k] = v;
     EvalOptions opts;
-    opts.clock = FixedTime;
+    opts.env = FixedTime();
     RenderStats stats;
     opts.stats = &stats;
     const auto r = RenderWith(ReadFile(TemplateTestDir() + "/templates/" + name + ".jinja"), opts, ctx);

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <map>
 #include <string>
 
 #include "reference_util.h"
+#include "support/sim_env.h"
 #include "template/chat_template.h"
 
 namespace ember {
@@ -20,9 +20,11 @@ using jinja::testing::ReadFile;
 using jinja::testing::RunReference;
 const std::string& kDir = jinja::testing::TemplateTestDir();
 
-// The instant render_reference.mjs pins Date to: 2024-07-26T10:30:00Z.
-std::chrono::system_clock::time_point FixedTime() {
-  return std::chrono::system_clock::time_point(std::chrono::seconds(1721989800));
+// A clock at the instant render_reference.mjs pins Date to: 2024-07-26T10:30:00Z.
+::ember::Env* FixedTime() {
+  static ::ember::testing::SimEnv env;
+  env.SetWallMicros(int64_t{1721989800} * 1'000'000);
+  return &env;
 }
 
 TEST(ChatTemplateParity, MatchesHuggingFaceJinja) {
@@ -40,7 +42,7 @@ TEST(ChatTemplateParity, MatchesHuggingFaceJinja) {
   std::map<std::string, nlohmann::ordered_json> contexts;
   for (const auto& c : cases) contexts[c["name"].get<std::string>()] = c["context"];
   ChatTemplateOptions opts;
-  opts.clock = FixedTime;
+  opts.env = FixedTime();
   int rendered = 0, raised = 0;
   for (const auto& r : results) {
     const std::string name = r["template"].get<std::string>();

@@ -5,23 +5,28 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <string>
 
+#include "support/sim_env.h"
 #include "template/template.h"
 
 namespace ember::jinja::testing {
 
-// 2024-07-26T10:30:00Z, so strftime_now() is deterministic.
-inline std::chrono::system_clock::time_point FixedTime() {
-  return std::chrono::system_clock::time_point(std::chrono::seconds(1721989800));
+// A clock standing at 2024-07-26T10:30:00Z, so strftime_now() is deterministic.
+inline ::ember::Env* FixedTime() {
+  static ::ember::testing::SimEnv* const env = [] {
+    auto* e = new ::ember::testing::SimEnv();
+    e->SetWallMicros(int64_t{1721989800} * 1'000'000);
+    return e;
+  }();
+  return env;
 }
 
 inline StatusOr<std::string> Render(const std::string& tmpl, const nlohmann::ordered_json& ctx = nlohmann::ordered_json::object()) {
   auto t = Template::Parse(tmpl);
   if (!t.ok()) return t.status();
   EvalOptions opts;
-  opts.clock = FixedTime;
+  opts.env = FixedTime();
   return t->Render(ctx, opts);
 }
 
