@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/kv_entry_state.h"
-#include "coldtier/fault_env.h"
+#include "support/fault_injection_env.h"
 #include "coldtier/test_state.h"
 
 namespace ember {
