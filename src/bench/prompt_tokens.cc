@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/subprocess.h"
+#include "util/subprocess.h"
 
 namespace ember::bench {
 

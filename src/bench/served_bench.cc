@@ -2,9 +2,7 @@
 
 #include <httplib.h>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,13 +12,12 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "bench/prompt_tokens.h"
 #include "bench/sse_parser.h"
 #include "bench/stats.h"
-#include "bench/subprocess.h"
 #include "util/env.h"
+#include "util/subprocess.h"
 
 namespace ember::bench {
 namespace {
@@ -30,7 +27,6 @@ using nlohmann::json;
 // Monotonic time in microseconds, from the process Env (docs/conventions.md "Time").
 int64_t NowUs() { return Env::Default()->MonotonicMicros(); }
 double MsSince(int64_t t0_us) { return static_cast<double>(NowUs() - t0_us) / 1e3; }
-int64_t After(int64_t t0_us, double seconds) { return t0_us + static_cast<int64_t>(seconds * 1e6); }
 
 std::string ReadTail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
@@ -86,40 +82,17 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
   argv.insert(argv.end(), s.extra.begin(), s.extra.end());
   std::unique_ptr<ServerProcess> p(new ServerProcess());
   p->log_path_ = TempPath("ember-serve", ".log");
-  const int log_fd = ::open(p->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (log_fd < 0) return ErrnoStatus("open", p->log_path_, errno);
+  ProcessOptions po;
+  po.argv = std::move(argv);
+  po.stdout_mode = OutputMode::kFile;  // one log, both streams: the port line is read back from it
+  po.stdout_path = p->log_path_;
+  po.stderr_mode = OutputMode::kSameAsStdout;
   const int64_t t0 = NowUs();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    return ErrnoStatus("fork", s.ember_binary, errno);
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(log_fd);
-  p->pid_ = pid;
+  EMBER_ASSIGN_OR_RETURN(p->process_, Process::Start(po));
   // The port line ("... on http://127.0.0.1:PORT"), then the first 200 from /health.
   static const std::regex kPort(R"(on http://[^\s:]+:(\d+))");
-  const int64_t deadline = After(t0, s.ready_timeout_s);
-  auto exited = [&p]() {
-    int status = 0;
-    if (::waitpid(p->pid_, &status, WNOHANG) == p->pid_) {
-      p->stopped_ = true;
-      return true;
-    }
-    return false;
-  };
+  const int64_t deadline = t0 + static_cast<int64_t>(s.ready_timeout_s * 1e6);
+  auto exited = [&p]() { return p->process_->HasExited(); };
   while (p->port_ == 0) {
     std::smatch m;
     const std::string log = ReadTail(p->log_path_, 1 << 16);
@@ -146,18 +119,15 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
 }
 
 ServerProcess::~ServerProcess() {
-  if (pid_ > 0 && !stopped_) {
-    ::kill(-pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  process_.reset();  // SIGKILLs the process group and reaps it if it still runs
   std::error_code ec;
   if (!log_path_.empty()) std::filesystem::remove(log_path_, ec);
 }
 
+pid_t ServerProcess::pid() const { return process_->pid(); }
+
 int64_t ServerProcess::PeakRssBytes() const {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::ifstream in("/proc/" + std::to_string(pid()) + "/status");
   for (std::string line; std::getline(in, line);)
     if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
   return 0;
@@ -180,25 +150,12 @@ std::optional<int> ServerProcess::EngineThreads() const {
 }
 
 StatusOr<int> ServerProcess::Stop(double grace_s) {
-  if (stopped_) return Internal("ember serve had already exited");
-  ::kill(pid_, SIGTERM);
-  const int64_t deadline = After(NowUs(), grace_s);
-  int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) break;
-    if (NowUs() > deadline) {
-      ::kill(-pid_, SIGKILL);
-      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-      stopped_ = true;
-      return ResourceExhausted("ember serve did not drain within " + std::to_string(grace_s) + " s; killed");
-    }
-    Env::Default()->SleepForMicros(5000);
-  }
-  stopped_ = true;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return Internal("ember serve died of signal " + std::to_string(WTERMSIG(status)));
+  if (process_->HasExited()) return Internal("ember serve had already exited");
+  process_->Signal(SIGTERM);
+  const ProcessResult r = process_->Wait(grace_s);  // SIGKILL to the group past grace_s
+  if (r.timed_out) return ResourceExhausted("ember serve did not drain within " + std::to_string(grace_s) + " s; killed");
+  if (r.signal != 0) return Internal("ember serve died of signal " + std::to_string(r.signal));
+  return r.exit_code;
 }
 
 std::string ServerProcess::Log() const { return ReadTail(log_path_, 2000); }

@@ -25,6 +25,7 @@
 
 #include "bench/stack_runner.h"
 #include "util/status.h"
+#include "util/subprocess.h"
 
 namespace ember::bench {
 
@@ -52,7 +53,7 @@ class ServerProcess {
 
   int port() const { return port_; }
   double ready_ms() const { return ready_ms_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const;
   int64_t PeakRssBytes() const;  // VmHWM of the live server, 0 when unreadable
   // GET /stats engine.values.threads, if the server reports it.
   std::optional<int> EngineThreads() const;
@@ -63,11 +64,10 @@ class ServerProcess {
 
  private:
   ServerProcess() = default;
-  pid_t pid_ = -1;
+  std::unique_ptr<Process> process_;
   int port_ = 0;
   double ready_ms_ = 0;
   std::string log_path_;
-  bool stopped_ = false;
 };
 
 struct CompletionTiming {

@@ -1,7 +1,7 @@
 #include "bench/source_revision.h"
 
 #include "bench/proc_parse.h"
-#include "bench/subprocess.h"
+#include "util/subprocess.h"
 
 namespace ember::bench {
 

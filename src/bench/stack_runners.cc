@@ -8,9 +8,10 @@
 
 #include <unistd.h>
 
+#include "bench/llamacpp_peer.h"
 #include "bench/served_bench.h"
 #include "bench/stack_runner.h"
-#include "bench/subprocess.h"
+#include "util/subprocess.h"
 
 namespace ember::bench {
 namespace {
@@ -24,20 +25,6 @@ std::optional<double> Num(const nlohmann::json& j, const char* key) {
 std::optional<std::string> Str(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || !j[key].is_string()) return std::nullopt;
   return j[key].get<std::string>();
-}
-
-// The last line of stdout that parses as a JSON object (stacks may log before it).
-StatusOr<nlohmann::json> LastJsonObject(const std::string& text) {
-  size_t end = text.size();
-  while (end > 0) {
-    size_t start = text.rfind('\n', end - 1);
-    start = start == std::string::npos ? 0 : start + 1;
-    nlohmann::json j = nlohmann::json::parse(text.substr(start, end - start), nullptr, false);
-    if (!j.is_discarded() && j.is_object()) return j;
-    if (start == 0) break;
-    end = start - 1;
-  }
-  return InvalidArgument("no JSON object in output: " + text.substr(0, 200));
 }
 
 StatusOr<RunMeasurement> RunAndParse(const std::vector<std::string>& argv, double timeout_s,

@@ -1,7 +1,6 @@
 // `ember cache ls|inspect|verify|gc`: look after the SSD prompt cache (docs/coldtier.md) without a server.
 // Everything goes through the cold tier's Env seam and entry-file readers, so the tool sees exactly what
 // a server would: a file these readers reject is one a server would delete at startup.
-// The hidden `ember cache _crash-writer DIR` is the victim process of scripts/cache-crash-loop.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -12,7 +11,6 @@
 #include "cache/cache_options.h"
 #include "tiered/ssd_paths.h"
 #include "cli/command.h"
-#include "coldtier/crash_writer.h"
 #include "coldtier/entry_file.h"
 #include "coldtier/entry_format.h"
 #include "util/env.h"
@@ -357,8 +355,6 @@ void SetupCache(CLI::App& app, std::function<void(int)> set_exit) {
   auto remove = std::make_shared<bool>(false);
   auto max_bytes = std::make_shared<std::string>();
   auto dry_run = std::make_shared<bool>(false);
-  auto seed = std::make_shared<uint64_t>(1);
-  auto cap = std::make_shared<std::string>("4M");
 
   CLI::App* ls = cmd->add_subcommand("ls", "List cache directories (one per model identity) with entry counts and sizes");
   ls->add_option("--dir", *dir, "Cache directory")->capture_default_str();
@@ -382,35 +378,6 @@ void SetupCache(CLI::App& app, std::function<void(int)> set_exit) {
   gc->add_option("--max-bytes", *max_bytes, "Keep at most this much, e.g. 20G (oldest entries go first)");
   gc->add_flag("--dry-run", *dry_run, "Only print what would be deleted");
   gc->callback([=] { set_exit(Gc(*dir, *max_bytes, *dry_run)); });
-
-  CLI::App* crash = cmd->add_subcommand("_crash-writer", "Test harness: write entries to DIR until killed");
-  crash->group("");  // hidden
-  crash->add_option("DIR", *file, "Directory")->required();
-  crash->add_option("--seed", *seed, "Token-choice seed");
-  crash->add_option("--cap", *cap, "Disk cap of the harness store");
-  crash->callback([=] {
-    StatusOr<size_t> c = ParseByteSize(*cap);
-    Status st = c.ok() ? RunCrashWriter(*file, *seed, *c) : c.status();
-    std::fprintf(stderr, "ember cache _crash-writer: %s\n", st.ToString().c_str());
-    set_exit(1);
-  });
-
-  CLI::App* check = cmd->add_subcommand("_crash-check", "Test harness: check DIR after a killed _crash-writer");
-  check->group("");
-  check->add_option("DIR", *file, "Directory")->required();
-  check->add_option("--cap", *cap, "Disk cap of the harness store");
-  check->callback([=] {
-    StatusOr<size_t> c = ParseByteSize(*cap);
-    StatusOr<CrashCheck> r = c.ok() ? VerifyCrashDir(*PosixEnv::Default(), *file, *c) : StatusOr<CrashCheck>(c.status());
-    if (!r.ok()) {
-      std::printf("FAIL %s\n", r.status().ToString().c_str());
-      set_exit(1);
-      return;
-    }
-    std::printf("ok entries=%llu temp_deleted=%llu\n", static_cast<unsigned long long>(r->entries),
-                static_cast<unsigned long long>(r->temp_deleted));
-    set_exit(0);
-  });
 }
 
 }  // namespace

@@ -92,7 +92,11 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   auto key_file = std::make_shared<std::string>();
   auto prompt_specials = std::make_shared<std::string>("on");
   cmd->add_option("MODEL", o->model_path, "GGUF model file")->envname("EMBER_MODEL");
-  cmd->add_flag("--fake", o->fake, "Serve the deterministic fake backend (no model; for tests)")->envname("EMBER_FAKE");
+  cmd->add_flag("--fake", o->fake,
+                "Serve a deterministic fake backend instead of a model: byte tokens, replies scripted with "
+                "'echo: TEXT' (tool calls included), no prompt cache (cached_tokens 0). For testing HTTP "
+                "clients and integrations without a model file; ember's own e2e tests use it for the HTTP stack")
+      ->envname("EMBER_FAKE");
   cmd->add_option("--host", o->host, "Address to bind")->capture_default_str()->envname("EMBER_HOST");
   cmd->add_option("--port", o->port, "Port to bind (0 = any free port)")
       ->capture_default_str()->check(CLI::Range(0, 65535))->envname("EMBER_PORT");
@@ -128,9 +132,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--request-timeout", o->request_timeout_s,
                   "Seconds from a request's first byte to the end of its body (408 beyond: slow clients)")
       ->capture_default_str()->check(CLI::Range(0.1, 86400.0))->envname("EMBER_REQUEST_TIMEOUT");
-  cmd->add_option("--fake-token-delay-ms", o->fake_token_delay_ms, "Fake backend: sleep per token")
+  cmd->add_option("--fake-token-delay-ms", o->fake_token_delay_ms,
+                  "--fake: sleep per token (to test streaming, cancel and drain)")
       ->capture_default_str()->check(CLI::Range(0, 10000))->envname("EMBER_FAKE_TOKEN_DELAY_MS");
-  cmd->add_option("--fake-context-length", o->fake_context_length, "Fake backend: context length in tokens")
+  cmd->add_option("--fake-context-length", o->fake_context_length, "--fake: context length in tokens")
       ->capture_default_str()->check(CLI::Range(16, 1 << 24))->envname("EMBER_FAKE_CONTEXT_LENGTH");
   auto no_ssd = std::make_shared<bool>(false);
   auto verify = std::make_shared<std::string>("on");

@@ -20,7 +20,7 @@
 
 #include "coldtier/entry_file.h"
 #include "coldtier/entry_format.h"
-#include "coldtier/fault_env.h"
+#include "support/fault_injection_env.h"
 #include "kv/byte_stream.h"
 #include "kv/kv_state.h"
 

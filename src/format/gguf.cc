@@ -165,8 +165,8 @@ const char* GgufTypeName(GgufType t) {
   return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "unknown";
 }
 
-StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  EMBER_ASSIGN_OR_RETURN(auto map, MappedFile::Open(path));
+StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, Env* env) {
+  EMBER_ASSIGN_OR_RETURN(auto map, env->MapFile(path));
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->data_ = map->data();
   f->size_ = map->size();

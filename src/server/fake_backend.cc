@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
+
+#include "util/env.h"
 
 namespace ember::server {
 namespace {
@@ -128,10 +129,7 @@ Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& 
   *out = GenerationResult{};
   out->prompt_tokens = static_cast<int32_t>(req.prompt.size());
   const bool released = WaitWhileHeld(req);
-  out->cached_tokens = LookupPrefix(req);
-  out->cache_tier = out->cached_tokens > 0 ? "ram" : "none";
   const std::vector<std::string> pieces = ReplyPieces(req);
-  std::string reply;
   out->finish_reason = FinishReason::kStop;
   for (size_t i = 0; released && i < pieces.size(); ++i) {
     if (out->completion_tokens >= req.max_tokens) {
@@ -139,9 +137,8 @@ Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& 
       break;
     }
     if (req.cancel != nullptr && req.cancel->load()) break;
-    if (options_.token_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.token_delay_ms));
+    if (options_.token_delay_ms > 0) Env::Default()->SleepForMicros(int64_t{options_.token_delay_ms} * 1000);
     ++out->completion_tokens;
-    reply += pieces[i];
     if (!on_token(MakeEvent(req, pieces[i], i))) break;
   }
   if (!released || (req.cancel != nullptr && req.cancel->load())) {
@@ -149,36 +146,9 @@ Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& 
     std::lock_guard<std::mutex> lock(mu_);
     ++cancelled_;
   }
-  std::vector<int32_t> seen = req.prompt;
-  for (unsigned char c : reply) seen.push_back(c);
-  Remember(req.cache_salt, std::move(seen));
   std::lock_guard<std::mutex> lock(mu_);
   tokens_generated_ += out->completion_tokens;
   return Status::Ok();
-}
-
-int32_t FakeBackend::LookupPrefix(const GenerationRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++lookups_;
-  size_t best = 0;
-  for (const auto& seq : memory_[req.cache_salt]) {
-    const size_t n = std::min(seq.size(), req.prompt.size());
-    size_t i = 0;
-    while (i < n && seq[i] == req.prompt[i]) ++i;
-    best = std::max(best, i);
-  }
-  // A real engine must recompute at least the last prompt token to get logits for the first new token.
-  if (!req.prompt.empty()) best = std::min(best, req.prompt.size() - 1);
-  if (best > 0) ++hits_;
-  tokens_from_ram_ += static_cast<int64_t>(best);
-  return static_cast<int32_t>(best);
-}
-
-void FakeBackend::Remember(const std::string& salt, std::vector<int32_t> tokens) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& seqs = memory_[salt];
-  seqs.push_back(std::move(tokens));
-  if (seqs.size() > 64) seqs.erase(seqs.begin());  // bounded, like a real cache
 }
 
 BackendStats FakeBackend::Stats() const {
@@ -189,17 +159,6 @@ BackendStats FakeBackend::Stats() const {
                      {"cancelled_generations", double(cancelled_)},
                      {"tokens_generated", double(tokens_generated_)},
                      {"cache_flushes", double(flushes_)}};
-  size_t entries = 0, bytes = 0;
-  for (const auto& [salt, seqs] : memory_) {
-    entries += seqs.size();
-    for (const auto& seq : seqs) bytes += seq.size() * sizeof(int32_t);
-  }
-  CacheTierStats ram;
-  ram.tier = "ram";
-  ram.values = {{"entries", double(entries), false},   {"bytes", double(bytes), false},
-                {"lookups", double(lookups_)},          {"hits", double(hits_)},
-                {"misses", double(lookups_ - hits_)},   {"tokens_served", double(tokens_from_ram_)}};
-  s.cache_tiers.push_back(std::move(ram));
   return s;
 }
 

@@ -1,4 +1,7 @@
-// A deterministic InferenceBackend for tests and for `ember serve --fake` (no model needed).
+// A deterministic InferenceBackend that needs no model: the backend of `ember serve --fake` and of the
+// server's tests. It stays in the shipped binary on purpose: the e2e tests drive the HTTP stack through
+// the binary users run (flags, signals, drain, transport limits), and client developers can test an
+// integration (both SDKs, streaming, tool calls) without a model file (docs/server.md, "--fake").
 //
 //   * Tokens are bytes (id = byte value); id 256 is BOS, added when add_special is set.
 //   * The chat template renders each message as "<|role|>content\n", tools as one "<|tools|>" line and
@@ -7,13 +10,13 @@
 //     next "<|" (so tests script the exact output, tool-call markup included), cut into 3-byte pieces.
 //     Otherwise it is 8..15 pseudo-random words chosen by the seed (or by the prompt when no seed is
 //     given); a prompt containing "[long]" makes the words go on until max_tokens.
-//   * A prefix memory per cache_salt simulates the prompt cache: cached_tokens is the longest common
-//     prefix with any earlier prompt+reply, reported as tier "ram".
+//   * It has no prompt cache: cached_tokens is always 0 (tier "none") and Stats() reports no cache tier.
+//     What the cache does is tested on the real engine with a small generated model (engine_backend
+//     tests, tests/e2e/real_model, ssd, tenancy), never on this fake.
 // Thread-safe per the InferenceBackend contract.
 #pragma once
 
 #include <condition_variable>
-#include <map>
 #include <mutex>
 
 #include "server/backend.h"
@@ -41,7 +44,7 @@ class FakeBackend final : public InferenceBackend {
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
                   GenerationResult* out) override;
   BackendStats Stats() const override;
-  Status FlushCache() override;
+  Status FlushCache() override;  // nothing to flush; counted, so tests see the admin route and shutdown call it
 
   // Test hooks. Hold() makes every Generate() wait (still honouring cancel) until Release().
   void Hold();
@@ -54,18 +57,15 @@ class FakeBackend final : public InferenceBackend {
   static constexpr int32_t kBos = 256;
 
  private:
-  int32_t LookupPrefix(const GenerationRequest& req);
-  void Remember(const std::string& salt, std::vector<int32_t> tokens);
   bool WaitWhileHeld(const GenerationRequest& req);
 
   const Options options_;
   mutable std::mutex mu_;
   std::condition_variable held_cv_;
   bool held_ = false;
-  std::map<std::string, std::vector<std::vector<int32_t>>> memory_;  // salt -> remembered sequences
   GenerationRequest last_request_;
   int generations_ = 0, cancelled_ = 0, flushes_ = 0;
-  int64_t lookups_ = 0, hits_ = 0, tokens_from_ram_ = 0, tokens_generated_ = 0;
+  int64_t tokens_generated_ = 0;
 };
 
 }  // namespace ember::server

@@ -1,8 +1,6 @@
 #include "tokenizer/tokenizer_spec.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,12 +12,9 @@ namespace {
 
 using nlohmann::json;
 
-StatusOr<json> LoadJson(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+StatusOr<json> LoadJson(Env* env, const std::string& path) {
+  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, env->ReadFile(path));  // a missing file: kNotFound
+  json j = json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument(path + ": not valid JSON");
   return j;
 }
@@ -166,9 +161,10 @@ void FillSentencePiece(const json& model, TokenizerSpec* spec) {
 }  // namespace
 
 StatusOr<TokenizerSpec> TokenizerSpecFromHf(const std::string& tokenizer_json_path,
-                                            const std::string& tokenizer_config_path, const std::string& pre) {
-  EMBER_ASSIGN_OR_RETURN(json tok, LoadJson(tokenizer_json_path));
-  EMBER_ASSIGN_OR_RETURN(json cfg, LoadJson(tokenizer_config_path));
+                                            const std::string& tokenizer_config_path, const std::string& pre,
+                                            Env* env) {
+  EMBER_ASSIGN_OR_RETURN(json tok, LoadJson(env, tokenizer_json_path));
+  EMBER_ASSIGN_OR_RETURN(json cfg, LoadJson(env, tokenizer_config_path));
   const json* model = Member(tok, "model");
   if (model == nullptr || !model->is_object()) return InvalidArgument(tokenizer_json_path + ": no 'model' object");
   if (!cfg.is_object()) return InvalidArgument(tokenizer_config_path + ": not a JSON object");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember {
@@ -37,9 +38,11 @@ struct TokenizerSpec {
 // Reads tokenizer.ggml.* and tokenizer.chat_template; errors name the missing or mistyped key.
 StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& file);
 // Converts a Hugging Face tokenizer (tokenizer.json + tokenizer_config.json). `pre` selects the
-// pre-tokenizer name llama.cpp uses for this family ("llama-bpe", "qwen2", "default" for gemma3).
+// pre-tokenizer name llama.cpp uses for this family ("llama-bpe", "qwen2", "default" for gemma3). Both
+// files are read whole through env (Env::ReadFile: regular files only, never through a link).
 StatusOr<TokenizerSpec> TokenizerSpecFromHf(const std::string& tokenizer_json_path,
-                                            const std::string& tokenizer_config_path, const std::string& pre);
+                                            const std::string& tokenizer_config_path, const std::string& pre,
+                                            Env* env = Env::Default());
 // Writes the keys llama.cpp reads.
 void WriteTokenizerSpec(const TokenizerSpec& spec, GgufWriter& writer);
 

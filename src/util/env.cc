@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "util/hex.h"
+#include "util/mapped_file.h"
 
 namespace ember {
 
@@ -164,6 +165,11 @@ StatusOr<uint64_t> PosixEnv::FileSize(const std::string& path) {
   if (S_ISLNK(st.st_mode)) return OpenError(path, ELOOP);
   if (!S_ISREG(st.st_mode)) return NotRegular(path);
   return static_cast<uint64_t>(st.st_size);
+}
+
+StatusOr<std::unique_ptr<MappedRegion>> PosixEnv::MapFile(const std::string& path) {
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> map, MappedFile::Open(path));
+  return std::unique_ptr<MappedRegion>(std::move(map));
 }
 
 Status PosixEnv::Rename(const std::string& from, const std::string& to) {

@@ -19,6 +19,9 @@
 //     followed through a symbolic link (create, read, size, mtime), and only regular files are read or
 //     sized (a FIFO or device at an entry name is an error, never a wait). Whether a directory may be
 //     used at all is decided by private_dir.h on top of Stat.
+//   * Inputs (MapFile): the files a user names (a model, a tokenizer) are opened the way any program
+//     opens a path from its command line, through symbolic links (a model is often a link into a
+//     download cache); still only regular files, and a FIFO there is an error, never a wait.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +54,24 @@ struct PathInfo {
   uint32_t uid = 0;   // owner
 };
 
+// A read-only view of a whole file's bytes (Env::MapFile), valid and unchanged until this object is
+// destroyed. Thread-safe for concurrent reads.
+class MappedRegion {
+ public:
+  virtual ~MappedRegion() = default;
+  MappedRegion(const MappedRegion&) = delete;
+  MappedRegion& operator=(const MappedRegion&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ protected:
+  MappedRegion(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+
+ private:
+  const uint8_t* const data_;
+  const size_t size_;
+};
+
 // An advisory lock, held until this object is destroyed (or the process dies, kill -9 included).
 class FileLock {
  public:
@@ -73,6 +94,10 @@ class Env {
   // Reads exactly n bytes at offset into out. Fewer bytes available -> kCorrupt ("truncated").
   virtual Status ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) = 0;
   virtual StatusOr<uint64_t> FileSize(const std::string& path) = 0;
+  // Maps an input file (see "Inputs" above: links are followed) read-only, whole; an empty file gives an
+  // empty region. PosixEnv mmaps it shared, so a model's pages are the page cache's and its weights are
+  // used in place, never copied. Not a regular file -> kInvalidArgument.
+  virtual StatusOr<std::unique_ptr<MappedRegion>> MapFile(const std::string& path) = 0;
 
   // Atomically replaces `to` with `from` (POSIX rename). Durable only after SyncDir of the directory.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
@@ -124,6 +149,7 @@ class PosixEnv final : public Env {
   StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) override;
   Status ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) override;
   StatusOr<uint64_t> FileSize(const std::string& path) override;
+  StatusOr<std::unique_ptr<MappedRegion>> MapFile(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status SyncDir(const std::string& dir) override;
   Status RemoveFile(const std::string& path) override;

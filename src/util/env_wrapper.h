@@ -24,6 +24,9 @@ class EnvWrapper : public Env {
     return target_->ReadRange(path, offset, n, out);
   }
   StatusOr<uint64_t> FileSize(const std::string& path) override { return target_->FileSize(path); }
+  StatusOr<std::unique_ptr<MappedRegion>> MapFile(const std::string& path) override {
+    return target_->MapFile(path);
+  }
   Status Rename(const std::string& from, const std::string& to) override { return target_->Rename(from, to); }
   Status SyncDir(const std::string& dir) override { return target_->SyncDir(dir); }
   Status RemoveFile(const std::string& path) override { return target_->RemoveFile(path); }

@@ -9,7 +9,9 @@
 namespace ember {
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (`ember serve
+  // --model` on one hung); it changes nothing for a regular file or its mapping.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus("open", path, errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
@@ -33,11 +35,11 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) 
     data = static_cast<const uint8_t*>(p);
   }
   ::close(fd);  // the mapping keeps the file alive
-  return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+  return std::unique_ptr<MappedFile>(new MappedFile(data, size));
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data() != nullptr) ::munmap(const_cast<uint8_t*>(data()), size());
 }
 
 }  // namespace ember

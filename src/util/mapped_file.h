@@ -1,5 +1,5 @@
-// A read-only memory map of a whole file. Weights are used in place from the mapping (no copy at load).
-// Thread-safe for concurrent reads; movable, not copyable.
+// PosixEnv::MapFile's region: a read-only shared mmap of a whole file, unmapped when destroyed. Product
+// code asks its Env (util/env.h MapFile), so tests can hand it an in-memory file; this is the POSIX half.
 #pragma once
 
 #include <cstddef>
@@ -7,26 +7,19 @@
 #include <memory>
 #include <string>
 
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember {
 
-class MappedFile {
+class MappedFile final : public MappedRegion {
  public:
+  // Follows symbolic links (a model is the user's input); anything but a regular file -> kInvalidArgument.
   static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
-  ~MappedFile();
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-  const std::string& path() const { return path_; }
+  ~MappedFile() override;
 
  private:
-  MappedFile(std::string path, const uint8_t* data, size_t size) : path_(std::move(path)), data_(data), size_(size) {}
-  std::string path_;
-  const uint8_t* data_;
-  size_t size_;
+  MappedFile(const uint8_t* data, size_t size) : MappedRegion(data, size) {}
 };
 
 }  // namespace ember

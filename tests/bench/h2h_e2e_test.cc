@@ -12,7 +12,7 @@
 
 #include "bench/eval_db.h"
 #include "bench/served_bench.h"
-#include "bench/subprocess.h"
+#include "util/subprocess.h"
 
 namespace ember::bench {
 namespace {

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/subprocess.h"
 #include "bench/svg_plot.h"
+#include "util/subprocess.h"
 
 namespace ember::bench {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "coldtier/cold_store.h"
 #include "coldtier/entry_format.h"
-#include "coldtier/fault_env.h"
-#include "held_child.h"
+#include "support/fault_injection_env.h"
+#include "support/held_child.h"
 #include "test_state.h"
 
 namespace ember {
@@ -200,7 +200,7 @@ TEST_F(ColdStoreDirPosixTest, TheScanNeverFollowsALinkedNamespaceDirectoryOrEntr
 }
 
 TEST_F(ColdStoreDirPosixTest, ASecondProcessOnTheSameDirectoryIsToldWhoHoldsIt) {
-  coldtier_test::HeldChild child([&] {
+  testing::HeldChild child([&] {
     auto store = ColdStore::Open(*PosixEnv::Default(), Options(root_));
     if (!store.ok()) return 'n';
     (void)std::move(store).value().release();  // held (with its lock) until the child dies

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "coldtier/entry_format.h"
-#include "coldtier/fault_env.h"
+#include "support/fault_injection_env.h"
 #include "test_state.h"
 
 namespace ember {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "coldtier/entry_format.h"
-#include "coldtier/fault_env.h"
+#include "support/fault_injection_env.h"
 #include "test_state.h"
 
 namespace ember {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "coldtier/fault_env.h"
+#include "support/fault_injection_env.h"
 
 namespace ember {
 namespace {

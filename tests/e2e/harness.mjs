@@ -1,5 +1,6 @@
 // Starts `ember serve --fake` (or `ember serve MODEL`) on an ephemeral loopback port for one test file
-// and stops it afterwards. The binary is $EMBER_BIN, else <repo>/build/ember.
+// and stops it afterwards. The binary is $EMBER_BIN, else <repo>/build/ember. The fake (no model) is for
+// the HTTP stack only; a test about the prompt cache serves a model from makeTinyModel().
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';

@@ -171,6 +171,47 @@ test('two-turn conversation: turn 2 reuses turn 1 from the prefix cache (OpenAI 
   assert.ok(a2.usage.input_tokens > 0, 'input_tokens counts the uncached part');
 });
 
+// Moved here from openai/anthropic.test.mjs, which ran it against the fake's own prefix memory: on the real
+// cache, each turn of one conversation finds the whole previous prompt cached (all but the one token
+// recomputed for its logits), so cached_tokens / cache_read_input_tokens rise turn after turn.
+test('cached tokens rise across four turns of one conversation, on both APIs', async () => {
+  const messages = [{ role: 'user', content: 'Give me a word.' }];
+  const prompts = [];
+  const cached = [];
+  for (let turn = 0; turn < 4; turn++) {
+    const r = await openai.chat.completions.create({ model: 'tiny', messages, temperature: 0, max_tokens: 6,
+                                                     cache_salt: 'four-turns' });
+    prompts.push(r.usage.prompt_tokens);
+    cached.push(r.usage.prompt_tokens_details.cached_tokens);
+    assert.equal(r.usage.prompt_tokens_details.cache_tier, turn === 0 ? 'none' : 'ram', `turn ${turn}`);
+    messages.push({ role: 'assistant', content: r.choices[0].message.content || '.' });
+    messages.push({ role: 'user', content: `And another, number ${turn + 2}?` });
+  }
+  assert.equal(cached[0], 0);
+  for (let i = 1; i < 4; i++) {
+    assert.ok(cached[i] > cached[i - 1], `cached ${cached}`);
+    assert.ok(cached[i] >= prompts[i - 1] - 1 && cached[i] < prompts[i], `cached ${cached}, prompts ${prompts}`);
+  }
+
+  const turns = [{ role: 'user', content: 'Un mot, s\'il vous plaît.' }];
+  const reads = [];
+  const inputs = [];
+  for (let turn = 0; turn < 3; turn++) {
+    const msg = await anthropic.messages.create({ model: 'tiny', max_tokens: 6, temperature: 0, messages: turns,
+                                                  cache_salt: 'three-turns' });
+    reads.push(msg.usage.cache_read_input_tokens);
+    inputs.push(msg.usage.input_tokens + msg.usage.cache_read_input_tokens);
+    turns.push({ role: 'assistant', content: msg.content.map((b) => b.text).join('') || '.' });
+    turns.push({ role: 'user', content: `Encore un, le numéro ${turn + 2} ?` });
+  }
+  assert.equal(reads[0], 0);
+  for (let i = 1; i < 3; i++) {
+    assert.ok(reads[i] > reads[i - 1] && reads[i] >= inputs[i - 1] - 1, `reads ${reads}, prompts ${inputs}`);
+  }
+  const s = await stats(server.url);
+  assert.ok(s.cache.tiers.ram.hits >= 5, JSON.stringify(s.cache.tiers.ram));
+});
+
 test('messages: the same greedy reply as chat completions, streaming and not; max_tokens stop reason', async () => {
   const content = 'Describe a mountain.';
   const oa = await openai.chat.completions.create(greedy(content, { max_tokens: 12 }));

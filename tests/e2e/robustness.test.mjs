@@ -84,7 +84,9 @@ test('API keys: 401 without, 200 with Bearer or x-api-key, /health open', async 
   }
 });
 
-test('SIGTERM drains in-flight work, flushes the cache, exits 0', async () => {
+// The fake has no cache, so this is about draining; that SIGTERM makes the real cache durable is
+// ssd.test.mjs.
+test('SIGTERM drains in-flight work, runs the flush, exits 0', async () => {
   const s = await startServer(['--fake-token-delay-ms', '20', '--shutdown-timeout', '10']);
   const inflight = postJson(`${s.url}/v1/chat/completions`, chat('echo: ' + 'x'.repeat(120)));
   // Signal only once the generation is running (40 tokens x 20 ms), so the test is about draining.

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "coldtier/entry_file.h"
-#include "coldtier/fault_env.h"
+#include "support/fault_injection_env.h"
 #include "kv/kv_state.h"
 
 namespace {

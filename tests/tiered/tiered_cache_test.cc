@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/kv_entry_state.h"
-#include "coldtier/fault_env.h"
+#include "support/fault_injection_env.h"
 #include "coldtier/test_state.h"
 #include "support/sim_env.h"
 #include "util/env_wrapper.h"

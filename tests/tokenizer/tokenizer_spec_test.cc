@@ -11,6 +11,7 @@
 
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "support/mem_env.h"
 #include "support/test_support.h"
 
 namespace ember {
@@ -102,6 +103,21 @@ TEST(TokenizerSpecHf, OddOptionalMembersAreIgnored) {
   });
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->bos_id, -1);
+}
+
+TEST(TokenizerSpecHf, ReadsThroughTheEnvItIsGiven) {
+  // The files exist only in the in-memory Env: read from disk, both would be missing.
+  MemEnv env;
+  const json tok = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}}}, {"merges", json::array()}}}};
+  const std::string t = tok.dump(), c = json::object().dump();
+  env.PutDurableFile("/hf/tokenizer.json", {t.begin(), t.end()});
+  env.PutDurableFile("/hf/tokenizer_config.json", {c.begin(), c.end()});
+  auto r = TokenizerSpecFromHf("/hf/tokenizer.json", "/hf/tokenizer_config.json", "llama-bpe", &env);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->tokens.size(), 2u);
+  auto missing = TokenizerSpecFromHf("/hf/tokenizer.json", "/hf/nope.json", "llama-bpe", &env);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("/hf/nope.json"), std::string::npos) << missing.status().ToString();
 }
 
 }  // namespace

@@ -18,8 +18,6 @@ namespace {
 const std::set<std::string>& Exceptions() {
   static const std::set<std::string> files = {
       "util/env.cc",            // PosixEnv: the one real clock, sleep and timed wait
-      "coldtier/fault_env.cc",  // a test aid (its own fake clock), moving to tests/support in #15
-      "server/fake_backend.cc", // a test aid (token delay, held generations), moving out of src/ in #15
       "bench/ssd_bench.cc",     // rewritten for streaming restore in #15 (part "stream"); converted then
   };
   return files;

@@ -1,4 +1,4 @@
-#include "coldtier/crash_writer.h"
+#include "crash_writer.h"
 
 #include <set>
 
@@ -52,7 +52,7 @@ Status RunCrashWriter(const std::string& dir, uint64_t seed, uint64_t cap_bytes)
   o.identity = kCrashIdentity;
   o.kv = CrashWriterConfig();
   o.cap_bytes = cap_bytes;
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ColdStore> store, ColdStore::Open(*PosixEnv::Default(), std::move(o)));
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ColdStore> store, ColdStore::Open(*Env::Default(), std::move(o)));
   uint64_t x = seed;
   for (;;) {
     // 8 conversation roots x lengths 1..256: many strict prefixes (supersede) and repeats (dedup).

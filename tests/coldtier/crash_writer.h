@@ -1,12 +1,13 @@
 // The kill -9 harness of the cold tier (docs/cache-spec.md §7: "kill -9 during a write: no corrupt entry is
-// ever served"). RunCrashWriter is the victim: it writes entries into a real directory through PosixEnv
+// ever served"). RunCrashWriter is the victim: it writes entries into a real directory through the real Env
 // forever, with contents that are a pure function of the tokens, so after the process is killed at a
 // random instant VerifyCrashDir can check, from the files alone, that
 //   * the startup scan found no corrupt file (an atomic write never leaves a readable half entry),
 //   * no temp file survives the scan and every entry file on disk is indexed (index == files),
 //   * every indexed entry restores with verified checksums to exactly the expected bytes.
-// Used by tests/coldtier/crash_loop_test.cc (fork + SIGKILL, 200 rounds), `ember cache _crash-writer`
-// and scripts/cache-crash-loop (1,000 rounds against the real binary).
+// A test aid, not product code: it is built into ember_coldtier_tests (crash_loop_test.cc: fork + SIGKILL,
+// 200 rounds) and into the test tool `ember_crash_writer` (crash_writer_main.cc), which
+// scripts/cache-crash-loop kills 1,000 times; the shipped `ember` binary links none of it.
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 
 #include <functional>
 
-namespace ember::coldtier_test {
+namespace ember::testing {
 
 class HeldChild {
  public:
@@ -48,4 +48,4 @@ class HeldChild {
   char report_ = 0;
 };
 
-}  // namespace ember::coldtier_test
+}  // namespace ember::testing

@@ -1,0 +1,157 @@
+#include "bench/direct_bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "bench/stats.h"
+#include "engine/engine.h"
+#include "util/stopwatch.h"
+
+namespace ember::bench {
+namespace {
+
+using nlohmann::json;
+
+double Secs(const Stopwatch& t0) { return t0.ElapsedSeconds(); }
+
+struct RepResult {
+  double pp_tok_s = 0, tg_tok_s = 0;
+};
+
+StatusOr<RepResult> RunOnce(Engine& e, const std::vector<int32_t>& prompt, int64_t tg, int64_t ubatch,
+                            OpTimes* pp_ops, OpTimes* tg_ops) {
+  EMBER_ASSIGN_OR_RETURN(auto seq, e.NewSequence());
+  RepResult r;
+  seq->op_times() = *pp_ops;
+  Stopwatch t0;
+  EMBER_ASSIGN_OR_RETURN(const float* logits, e.Prefill(*seq, prompt, ubatch));
+  r.pp_tok_s = static_cast<double>(prompt.size()) / Secs(t0);
+  *pp_ops = seq->op_times();
+  seq->op_times() = *tg_ops;
+  const int64_t nv = e.model().config().n_vocab;
+  t0.Reset();
+  for (int64_t i = 0; i < tg; ++i) {  // greedy, as the peer's bench does
+    const int32_t tok = static_cast<int32_t>(std::max_element(logits, logits + nv) - logits);
+    EMBER_ASSIGN_OR_RETURN(logits, e.Decode(*seq, tok));
+  }
+  r.tg_tok_s = tg > 0 ? static_cast<double>(tg) / Secs(t0) : 0;
+  *tg_ops = seq->op_times();
+  return r;
+}
+
+json OpsJson(const OpTimes& o) {
+  const double total = o.matmul_s + o.attention_s + o.norm_s + o.rope_s + o.other_s;
+  return {{"matmul_s", o.matmul_s}, {"attention_s", o.attention_s}, {"norm_s", o.norm_s},
+          {"rope_s", o.rope_s}, {"other_s", o.other_s}, {"total_s", total}};
+}
+
+}  // namespace
+
+StatusOr<std::vector<int32_t>> ReadTokensFile(const std::string& path, int64_t n_vocab) {
+  std::ifstream in(path);
+  if (!in) return IoError("--tokens-file: cannot read " + path);
+  const json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_array() || j.empty()) {
+    return InvalidArgument("--tokens-file: " + path + " is not a non-empty JSON array of token ids");
+  }
+  std::vector<int32_t> ids;
+  for (const json& v : j) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= n_vocab) {
+      return InvalidArgument("--tokens-file: " + path + ": " + v.dump() + " is not a token id in [0, " +
+                             std::to_string(n_vocab) + ")");
+    }
+    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return ids;
+}
+
+double MeasureReadBandwidth(int threads) {
+  const size_t n = (512u << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n, 1);
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<std::thread> ts;
+    std::vector<uint64_t> sums(static_cast<size_t>(threads));
+    const Stopwatch t0;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        const size_t b = n * t / threads, e = n * (t + 1) / threads;
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (size_t i = b; i + 4 <= e; i += 4) { s0 += buf[i]; s1 += buf[i + 1]; s2 += buf[i + 2]; s3 += buf[i + 3]; }
+        sums[static_cast<size_t>(t)] = s0 + s1 + s2 + s3;
+      });
+    }
+    for (auto& th : ts) th.join();
+    const double s = Secs(t0);
+    if (sums[0] == 42) std::fprintf(stderr, " ");  // keep the loads
+    best = std::max(best, n * sizeof(uint64_t) / s / 1e9);
+  }
+  return best;
+}
+
+StatusOr<json> RunDirectBench(const DirectBenchConfig& a) {
+  EngineOptions eo;
+  eo.threads = a.threads;
+  eo.ubatch = a.ubatch;
+  eo.load_tokenizer = false;
+  eo.kv_dtype = a.kv == "f32" ? KvDtype::kF32 : KvDtype::kF16;
+  if (a.kv != "f16" && a.kv != "f32") return InvalidArgument("--kv must be f16 or f32");
+  if (a.pp < 1 || a.tg < 0 || a.reps < 1) return InvalidArgument("--pp >= 1, --tg >= 0, --reps >= 1");
+  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  const int64_t nv = engine->model().config().n_vocab;
+  std::mt19937 rng(1234);
+  std::vector<int32_t> prompt;
+  if (!a.tokens_file.empty()) {
+    // --tokens-file: these exact ids (a JSON array) for ember and, through --tokens, the peer.
+    EMBER_ASSIGN_OR_RETURN(prompt, ReadTokensFile(a.tokens_file, nv));
+  } else {
+    for (int64_t i = 0; i < a.pp; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(nv, 32000))));
+  }
+
+  OpTimes pp_ops, tg_ops;
+  EMBER_RETURN_IF_ERROR(RunOnce(*engine, prompt, std::min<int64_t>(a.tg, 8), a.ubatch, &pp_ops, &tg_ops).status());  // warm-up
+  pp_ops = OpTimes{};
+  tg_ops = OpTimes{};
+  pp_ops.enabled = tg_ops.enabled = true;
+  std::vector<double> pp_runs, tg_runs;
+  json peer_runs = json::array();
+  for (int rep = 0; rep < a.reps; ++rep) {
+    EMBER_ASSIGN_OR_RETURN(RepResult r, RunOnce(*engine, prompt, a.tg, a.ubatch, &pp_ops, &tg_ops));
+    pp_runs.push_back(r.pp_tok_s);
+    tg_runs.push_back(r.tg_tok_s);
+    if (!a.vs_llamacpp) continue;
+    for (int t : {1, 2}) {  // interleaved with ember's reps so both see the same machine state
+      EMBER_ASSIGN_OR_RETURN(json pj, RunPeerDecodeBench(a.peer, a.model, prompt, a.tg + 1, t, a.kv));
+      peer_runs.push_back({{"threads", t}, {"prefill_tok_s", pj["prefill_tok_s"]}, {"decode_tok_s", pj["decode_tok_s"]}});
+    }
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  const double pp = Median(pp_runs), tg = Median(tg_runs);
+  const uint64_t wbytes = engine->model().weight_bytes();
+  const double machine_bw = MeasureReadBandwidth(engine->threads());
+  json j = {{"model", a.model}, {"threads", engine->threads()}, {"pp_tokens", static_cast<int64_t>(prompt.size())}, {"tg_tokens", a.tg},
+            {"kv", a.kv}, {"reps", a.reps}, {"prefill_tok_s", pp}, {"decode_tok_s", tg},
+            {"prefill_runs", pp_runs}, {"decode_runs", tg_runs},
+            {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024}, {"weight_bytes", wbytes},
+            {"bandwidth_gbs", tg * static_cast<double>(wbytes) / 1e9}, {"machine_read_gbs", machine_bw},
+            {"bandwidth_fraction", machine_bw > 0 ? tg * static_cast<double>(wbytes) / 1e9 / machine_bw : 0},
+            {"ops", {{"prefill", OpsJson(pp_ops)}, {"decode", OpsJson(tg_ops)}}}};
+  if (a.vs_llamacpp) {
+    double best_pp = 0, best_tg = 0;
+    for (const auto& r : peer_runs) {
+      best_pp = std::max(best_pp, r["prefill_tok_s"].is_number() ? r["prefill_tok_s"].get<double>() : 0.0);
+      best_tg = std::max(best_tg, r["decode_tok_s"].is_number() ? r["decode_tok_s"].get<double>() : 0.0);
+    }
+    j["peer"] = {{"runs", peer_runs}, {"best_prefill_tok_s", best_pp}, {"best_decode_tok_s", best_tg}};
+    j["ratios"] = {{"prefill", best_pp > 0 ? pp / best_pp : 0}, {"decode", best_tg > 0 ? tg / best_tg : 0}};
+  }
+  return j;
+}
+
+}  // namespace ember::bench
