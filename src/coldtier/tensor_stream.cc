@@ -58,6 +58,11 @@ TensorSource::TensorSource(RandomAccessFile& file, uint64_t offset, uint64_t siz
     : file_(file), offset_(offset), size_(size), verify_(verify), hasher_(chunk_size) {}
 
 Status TensorSource::ReadFile(uint8_t* out, size_t n) {
+  if (prefetched_ < std::min(size_, file_pos_ + n + kReadAhead)) {  // keep 8-16 MiB in flight ahead
+    const uint64_t end = std::min(size_, file_pos_ + n + 2 * kReadAhead);
+    file_.Prefetch(offset_ + prefetched_, static_cast<size_t>(end - prefetched_));
+    prefetched_ = end;
+  }
   if (Status st = file_.Read(offset_ + file_pos_, n, out); !st.ok()) {
     if (read_error_.ok()) read_error_ = st;
     return st;

@@ -53,6 +53,13 @@ class RandomAccessFile {
   virtual ~RandomAccessFile() = default;
   // Reads exactly n bytes at offset into out. Fewer bytes available -> kCorrupt ("truncated").
   virtual Status Read(uint64_t offset, size_t n, void* out) = 0;
+  // A hint that [offset, offset + n) will be read soon: start fetching it in the background (PosixEnv:
+  // POSIX_FADV_WILLNEED), so the device works while the reader checksums and copies. No effect on what
+  // Read returns; the default does nothing.
+  virtual void Prefetch(uint64_t offset, size_t n) {
+    (void)offset;
+    (void)n;
+  }
 };
 
 // What Stat reports about one path.
