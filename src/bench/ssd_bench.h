@@ -4,8 +4,8 @@
 //             cache with posix_fadvise), reopened, and the same prompt is answered: TTFT with the restore
 //             vs TTFT re-prefilling it from scratch.
 //   scan      startup scan (ColdStore::Open) of `scan_entries` entry files, page cache warm and dropped.
-//   read      restore throughput of one large entry vs plain sequential read bandwidth of a file of the
-//             same size, both from a dropped page cache.
+//   read      restore throughput of one large entry vs a plain sequential read(2) of that same entry file,
+//             each from a dropped page cache.
 //   decode    decode rate of a generation with the write queue idle vs while it drains spill writes.
 //   peak      peak resident memory (VmHWM) above what is resident anyway while one `peak_bytes` entry is
 //             written and while it is restored, i.e. the serializer's own buffers (not in the default set:

@@ -6,7 +6,9 @@
 
 namespace ember {
 
-ChunkHasher::ChunkHasher(uint64_t chunk_size) : chunk_size_(chunk_size), state_(XXH3_createState()) {
+// A zero chunk size (refused by the header checks before it gets here) would never complete a chunk.
+ChunkHasher::ChunkHasher(uint64_t chunk_size)
+    : chunk_size_(chunk_size == 0 ? 1 : chunk_size), state_(XXH3_createState()) {
   XXH3_64bits_reset(state_.get());
 }
 
