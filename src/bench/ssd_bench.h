@@ -4,9 +4,12 @@
 //             cache with posix_fadvise), reopened, and the same prompt is answered: TTFT with the restore
 //             vs TTFT re-prefilling it from scratch.
 //   scan      startup scan (ColdStore::Open) of `scan_entries` entry files, page cache warm and dropped.
-//   read      restore throughput of one large entry vs plain sequential read bandwidth of a file of the
-//             same size, both from a dropped page cache.
+//   read      restore throughput of one large entry vs a plain sequential read(2) of that same entry file,
+//             each from a dropped page cache.
 //   decode    decode rate of a generation with the write queue idle vs while it drains spill writes.
+//   peak      peak resident memory (VmHWM) above what is resident anyway while one `peak_bytes` entry is
+//             written and while it is restored, i.e. the serializer's own buffers (not in the default set:
+//             it needs ~3x peak_bytes of RAM and disk).
 //
 // Thread-safety: runs on the calling thread (plus the cold tier's writer); nothing else should use the
 // engine meanwhile.
@@ -27,7 +30,8 @@ struct SsdBenchOptions {
   int scan_entries = 10000;
   int64_t read_bytes = 256ll << 20;  // size of the read benchmark's entry and plain file
   int64_t decode_tokens = 64;
-  bool restart = true, scan = true, read = true, decode = true;
+  int64_t peak_bytes = 1ll << 30;  // size of the peak benchmark's entry
+  bool restart = true, scan = true, read = true, decode = true, peak = false;
 };
 
 struct SsdBenchResult {
@@ -45,6 +49,10 @@ struct SsdBenchResult {
   // decode
   double decode_idle_tps = 0, decode_busy_tps = 0;
   uint64_t busy_bytes_written = 0;
+  // peak: resident bytes above the baseline (the state being written / the state restored excluded)
+  uint64_t peak_entry_bytes = 0;
+  double peak_write_s = 0, peak_restore_s = 0;
+  int64_t peak_write_extra = 0, peak_restore_extra = 0;
 };
 
 StatusOr<SsdBenchResult> RunSsdBench(Engine& engine, const SsdBenchOptions& options);

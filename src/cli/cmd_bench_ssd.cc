@@ -1,5 +1,6 @@
 // ember bench-ssd MODEL: the SSD cold tier's measurements (src/bench/ssd_bench.h) — restart + restore vs
-// re-prefill, startup scan of many entries, restore vs sequential read bandwidth, decode while writing.
+// re-prefill, startup scan of many entries, restore vs sequential read bandwidth, decode while writing,
+// peak memory while writing and restoring one large entry.
 #include <iostream>
 
 #include "bench/ssd_bench.h"
@@ -21,6 +22,7 @@ Status Run(Args& a) {
     a.o.scan = a.only.find("scan") != std::string::npos;
     a.o.read = a.only.find("read") != std::string::npos;
     a.o.decode = a.only.find("decode") != std::string::npos;
+    a.o.peak = a.only.find("peak") != std::string::npos;
   }
   EngineOptions eo;
   eo.threads = a.threads;
@@ -36,14 +38,15 @@ Status Run(Args& a) {
 void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   auto a = std::make_shared<Args>();
   a->o.dir = "/tmp/ember-bench-ssd";
-  auto* c = app.add_subcommand("bench-ssd", "SSD prompt-cache measurements: restart+restore, scan, read bandwidth, decode while writing");
+  auto* c = app.add_subcommand("bench-ssd", "SSD prompt-cache measurements: restart+restore, scan, read bandwidth, decode while writing, peak memory");
   c->add_option("model", a->model, "GGUF model")->required();
   c->add_option("--dir", a->o.dir, "Scratch directory on the disk to measure")->capture_default_str();
   c->add_option("--prefix-tokens", a->o.prefix_tokens, "Restart benchmark prefix length")->capture_default_str();
   c->add_option("--scan-entries", a->o.scan_entries, "Entries for the startup-scan benchmark")->capture_default_str();
   c->add_option("--read-bytes", a->o.read_bytes, "Entry size for the read benchmark")->capture_default_str();
   c->add_option("--decode-tokens", a->o.decode_tokens, "Tokens decoded per decode measurement")->capture_default_str();
-  c->add_option("--only", a->only, "Comma list of restart,scan,read,decode (default: all)");
+  c->add_option("--peak-bytes", a->o.peak_bytes, "Entry size for the peak-memory benchmark")->capture_default_str();
+  c->add_option("--only", a->only, "Comma list of restart,scan,read,decode,peak (default: all but peak)");
   c->add_option("--threads", a->threads, "Threads (default: physical cores)");
   c->callback([a, set_exit] {
     Status st = Run(*a);

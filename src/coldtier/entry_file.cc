@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "coldtier/entry_format.h"
+#include "coldtier/tensor_stream.h"
+#include "util/atomic_write.h"
 
 namespace ember {
 
@@ -66,14 +68,6 @@ class Decoder {
 
 uint64_t AlignUp(uint64_t v) { return (v + kEntryAlign - 1) / kEntryAlign * kEntryAlign; }
 
-std::vector<uint64_t> ChunkChecksums(const uint8_t* data, uint64_t size, uint64_t chunk) {
-  std::vector<uint64_t> sums;
-  for (uint64_t off = 0; off < size; off += chunk) {
-    sums.push_back(XXH3_64bits(data + off, std::min(chunk, size - off)));
-  }
-  return sums;
-}
-
 void EncodeConfig(Encoder& e, const KvConfig& c, int64_t min_reusable) {
   e.Put<int32_t>(c.n_layer);
   e.Put<int32_t>(c.n_kv_head);
@@ -124,18 +118,6 @@ std::vector<uint8_t> EncodePreamble(const std::vector<uint8_t>& header, uint64_t
   return std::move(e.bytes());
 }
 
-// Writes the already-encoded pieces to `tmp` and makes them durable.
-Status WriteAndSync(Env& env, const std::string& tmp, const std::vector<uint8_t>& head,
-                    const std::vector<uint8_t>& data, uint64_t data_offset) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env.NewWritableFile(tmp));
-  EMBER_RETURN_IF_ERROR(file->Append(head.data(), head.size()));
-  std::vector<uint8_t> pad(data_offset - head.size(), 0);
-  EMBER_RETURN_IF_ERROR(file->Append(pad.data(), pad.size()));
-  EMBER_RETURN_IF_ERROR(file->Append(data.data(), data.size()));
-  EMBER_RETURN_IF_ERROR(file->Sync());
-  return file->Close();
-}
-
 }  // namespace
 
 bool EntryHeader::Trimmable() const {
@@ -166,29 +148,30 @@ StatusOr<uint64_t> WriteEntry(Env& env, const std::string& dir, const std::strin
   if (entry.state == nullptr || entry.state->n_pos() != static_cast<int64_t>(entry.tokens.size())) {
     return InvalidArgument("cold entry " + name + ": state positions must equal the token count");
   }
-  VectorSink sink;
-  EMBER_RETURN_IF_ERROR(entry.state->Serialize(sink));
-  const std::vector<uint8_t>& data = sink.bytes();
-
-  TensorRef kv{"kv", 0, data.size(), kEntryChunk, ChunkChecksums(data.data(), data.size(), kEntryChunk)};
+  // Pass 1 sizes the tensor and computes its checksums, storing nothing: the header that carries them
+  // comes before the data (coldtier/tensor_stream.h).
+  HashingSink hashing(kEntryChunk);
+  EMBER_RETURN_IF_ERROR(entry.state->Serialize(hashing));
+  TensorRef kv{"kv", 0, hashing.bytes(), kEntryChunk, hashing.Finish()};
   // The header's length does not depend on the tensor offset's value, so encode once to size it.
   uint64_t header_len = EncodeHeader(entry, kv).size();
   kv.offset = AlignUp(kPreambleSize + header_len);
   std::vector<uint8_t> header = EncodeHeader(entry, kv);
-  uint64_t file_size = kv.offset + data.size();
+  const uint64_t file_size = kv.offset + kv.size;
   std::vector<uint8_t> head = EncodePreamble(header, kv.offset, file_size);
   head.insert(head.end(), header.begin(), header.end());
+  head.resize(kv.offset, 0);  // zero padding up to the page-aligned tensor
 
-  const std::string tmp = JoinPath(dir, TempName(name));
-  const std::string final_path = JoinPath(dir, name + kEntryExtension);
-  Status st = WriteAndSync(env, tmp, head, data, kv.offset);
-  if (st.ok()) st = env.Rename(tmp, final_path);
-  if (!st.ok()) {
-    (void)env.RemoveFile(tmp);  // best effort: the startup scan removes it otherwise
-    return st.WithContext("cold entry write");
-  }
-  // The rename is visible now; without the directory sync it might not survive a crash, so report it.
-  EMBER_RETURN_IF_ERROR(env.SyncDir(dir).WithContext("cold entry write"));
+  // Pass 2 streams the state into the file (util/atomic_write.h: temp file, fsync, rename, dir fsync).
+  auto fill = [&](WritableFile& f) -> Status {
+    EMBER_RETURN_IF_ERROR(f.Append(head.data(), head.size()));
+    FileSink sink(f);
+    EMBER_RETURN_IF_ERROR(entry.state->Serialize(sink));
+    EMBER_RETURN_IF_ERROR(sink.Flush());
+    if (sink.bytes() != kv.size) return Internal("cold entry " + name + ": the state changed while it was written");
+    return Status::Ok();
+  };
+  EMBER_RETURN_IF_ERROR(WriteFileAtomically(env, dir, name + kEntryExtension, fill).WithContext("cold entry write"));
   return file_size;
 }
 
@@ -340,13 +323,17 @@ StatusOr<LoadedEntry> ReadEntry(Env& env, const std::string& path, bool verify_t
     if (t.name == "kv") kv = &t;
   }
   if (kv == nullptr) return Corrupt(path + ": no 'kv' tensor");
-  std::vector<uint8_t> data(kv->size);
-  EMBER_RETURN_IF_ERROR(env.ReadRange(path, kv->offset, data.size(), data.data()));
-  if (verify_tensors && ChunkChecksums(data.data(), data.size(), kv->chunk_size) != kv->chunk_checksums) {
-    return Corrupt(path + ": tensor 'kv' checksum mismatch");
-  }
-  SpanSource source(data.data(), data.size());
+  // Streamed: read in pieces straight into the KV blocks, checksummed as they arrive
+  // (coldtier/tensor_stream.h); the checksums are settled at the end, before the state is handed out.
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env.NewRandomAccessFile(path));
+  TensorSource source(*file, kv->offset, kv->size, kv->chunk_size, verify_tensors);
   StatusOr<KvState> state = KvState::Deserialize(h.config, source);
+  if (!source.read_error().ok()) return source.read_error();
+  if (verify_tensors) {
+    // A checksum mismatch outranks whatever the deserializer made of the damaged bytes.
+    EMBER_ASSIGN_OR_RETURN(bool intact, source.VerifyRest(kv->chunk_checksums));
+    if (!intact) return Corrupt(path + ": tensor 'kv' checksum mismatch");
+  }
   if (!state.ok()) return Corrupt(path + ": tensor 'kv': " + state.status().message());
   if (state->n_pos() != h.n_pos) return Corrupt(path + ": tensor 'kv' holds the wrong number of positions");
   return LoadedEntry{std::move(h), std::move(state).value()};

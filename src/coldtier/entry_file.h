@@ -1,10 +1,13 @@
 // Reading and writing one cold-tier entry file (format: coldtier/entry_format.h, docs/coldtier.md).
 //
-// WriteEntry is atomic with respect to crashes: it writes `<name>.<random>.tmp` (created exclusively,
-// 0600: env.h), fsyncs it, renames it over `<name>.entry` (rename replaces a link planted there, never
-// follows it) and fsyncs the directory. A crash at any instant leaves either the previous file (or
-// none) under the final name, or the complete new one; at worst a stray .tmp file, which readers never
-// open and ColdStore's startup scan deletes.
+// WriteEntry is atomic with respect to crashes (util/atomic_write.h): it writes `<name>.entry.<random>.tmp`
+// (created exclusively, 0600: env.h), fsyncs it, renames it over `<name>.entry` (rename replaces a link
+// planted there, never follows it) and fsyncs the directory. A crash at any instant leaves either the
+// previous file (or none) under the final name, or the complete new one; at worst a stray .tmp file,
+// which readers never open and ColdStore's startup scan deletes.
+//
+// Both directions stream (coldtier/tensor_stream.h): the state is serialized into the file and restored
+// from it in pieces of at most 1 MiB, so the memory either needs beyond the state itself is one piece.
 //
 // Readers trust nothing: every length and offset is bounds-checked, the header checksum is always
 // verified, and tensor checksums are verified when asked. Corruption is reported as kCorrupt with the
@@ -72,7 +75,8 @@ struct LoadedEntry {
   EntryHeader header;
   KvState state;
 };
-// Reads the whole entry; verify_tensors checks every chunk checksum before deserializing.
+// Reads the whole entry, streaming the tensor into the new state; verify_tensors checks every chunk
+// checksum (a mismatch is reported as such, whatever the damaged bytes did to the deserializer).
 StatusOr<LoadedEntry> ReadEntry(Env& env, const std::string& path, bool verify_tensors);
 
 // Whether two configs describe the same stored geometry (layers, heads, dims, dtype, block size, kinds).

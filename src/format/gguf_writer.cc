@@ -1,11 +1,9 @@
 #include "format/gguf_writer.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "format/gguf_format.h"
+#include "util/atomic_write.h"
 
 namespace ember {
 namespace {
@@ -102,7 +100,7 @@ Status GgufWriter::AddTensor(const std::string& name, GgmlType type, const std::
   return Status::Ok();
 }
 
-std::vector<uint8_t> GgufWriter::ToBytes() const {
+std::vector<uint8_t> GgufWriter::HeadBytes() const {
   std::vector<uint8_t> out;
   Append<uint32_t>(out, gguf::kMagic);
   Append<uint32_t>(out, 3);
@@ -119,44 +117,38 @@ std::vector<uint8_t> GgufWriter::ToBytes() const {
     for (uint64_t d : t.ne) Append<uint64_t>(out, d);
     Append<uint32_t>(out, static_cast<uint32_t>(t.type));
     Append<uint64_t>(out, offset);
-    offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset += Padded(t.data.size());
   }
-  out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
+  out.resize(Padded(out.size()), 0);
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::ToBytes() const {
+  std::vector<uint8_t> out = HeadBytes();
   for (const auto& t : tensors_) {
     out.insert(out.end(), t.data.begin(), t.data.end());
-    out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
+    out.resize(Padded(out.size()), 0);
   }
   return out;
 }
 
 Status GgufWriter::WriteFile(const std::string& path) const {
-  const std::vector<uint8_t> bytes = ToBytes();
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("open", tmp, errno);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return ErrnoStatus("write", tmp, err);
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // Streamed: the header, then each tensor from where it already lies (a model is never copied whole).
+  auto fill = [this](WritableFile& f) -> Status {
+    const std::vector<uint8_t> head = HeadBytes();
+    EMBER_RETURN_IF_ERROR(f.Append(head.data(), head.size()));
+    const std::vector<uint8_t> pad(alignment_, 0);
+    for (const auto& t : tensors_) {
+      EMBER_RETURN_IF_ERROR(f.Append(t.data.data(), t.data.size()));
+      EMBER_RETURN_IF_ERROR(f.Append(pad.data(), Padded(t.data.size()) - t.data.size()));
     }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus("fsync", tmp, err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus("rename", path, err);
-  }
-  return Status::Ok();
+    return Status::Ok();
+  };
+  // 0644 as before: a model file is not private the way a cache entry is.
+  return WriteFileAtomically(*Env::Default(), dir, name, fill, 0644);
 }
 
 }  // namespace ember

@@ -34,7 +34,8 @@ class GgufWriter {
                    std::vector<uint8_t> data);
 
   std::vector<uint8_t> ToBytes() const;
-  // Writes to path.tmp, fsyncs, renames over path: a reader never sees a half-written model.
+  // Streams the file to path through util/atomic_write.h (temp file, fsync, rename, directory fsync): a
+  // reader never sees a half-written model, a crash leaves the old file or the new one. Mode 0644.
   Status WriteFile(const std::string& path) const;
 
  private:
@@ -49,6 +50,9 @@ class GgufWriter {
     std::vector<uint8_t> data;
   };
   void Put(const std::string& key, std::vector<uint8_t> encoded);
+  // Everything before the first tensor's data: metadata, tensor infos, padding to the alignment.
+  std::vector<uint8_t> HeadBytes() const;
+  uint64_t Padded(uint64_t n) const { return (n + alignment_ - 1) / alignment_ * alignment_; }
   std::vector<Kv> kv_;
   std::vector<Tensor> tensors_;
   uint32_t alignment_ = 32;

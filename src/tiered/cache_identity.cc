@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coldtier/entry_format.h"
+#include "util/atomic_write.h"
 #include "util/hex.h"
 
 namespace ember {
@@ -105,20 +106,6 @@ bool LookupMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t* o
   return false;
 }
 
-// Writes text to path atomically: a fresh exclusive temp file (env.h), fsync, rename, directory fsync.
-// Best effort (the memo and identity.json are conveniences); a failure leaves no temp file behind.
-void WriteAtomically(Env& env, const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string tmp = JoinPath(dir, TempName(name));
-  auto f = env.NewWritableFile(tmp);
-  if (!f.ok()) return;
-  if ((*f)->Append(text.data(), text.size()).ok() && (*f)->Sync().ok() && (*f)->Close().ok() &&
-      env.Rename(tmp, JoinPath(dir, name)).ok()) {
-    (void)env.SyncDir(dir);
-    return;
-  }
-  (void)env.RemoveFile(tmp);
-}
-
 // Rewrites the memo with this model's line replacing any older one for the same path. Lines that did not
 // parse are dropped: a damaged memo heals on the next start.
 void StoreMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t hash) {
@@ -130,7 +117,8 @@ void StoreMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t has
   }
   if (k.path.find('\n') != std::string::npos) return;  // a path with a newline cannot be a memo line
   text += std::to_string(k.size) + " " + std::to_string(k.mtime) + " " + Hex64(hash) + " " + k.path + "\n";
-  if (env.CreateDirs(root).ok()) WriteAtomically(env, root, "weights-fingerprints", text);
+  // Best effort, as identity.json below: the memo is a convenience (util/atomic_write.h).
+  if (env.CreateDirs(root).ok()) (void)WriteFileAtomically(env, root, "weights-fingerprints", text);
 }
 
 }  // namespace
@@ -232,7 +220,7 @@ CacheIdentity ComputeCacheIdentity(Env& env, const std::string& root, const std:
 
 void WriteIdentityFile(Env& env, const std::string& root, const CacheIdentity& id) {
   const std::string dir = JoinPath(root, id.dir_name);
-  if (env.CreateDirs(dir).ok()) WriteAtomically(env, dir, "identity.json", id.description);
+  if (env.CreateDirs(dir).ok()) (void)WriteFileAtomically(env, dir, "identity.json", id.description);
 }
 
 }  // namespace ember

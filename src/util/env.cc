@@ -96,6 +96,50 @@ class PosixWritableFile final : public WritableFile {
   int fd_;
 };
 
+// Reads exactly n bytes at offset (pread loop); the message names path.
+Status PreadFully(int fd, const std::string& path, uint64_t offset, size_t n, void* out) {
+  auto* p = static_cast<uint8_t*>(out);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("read", path, errno);
+    }
+    if (r == 0) {
+      return Corrupt(path + ": truncated: need " + std::to_string(n) + " bytes at offset " +
+                     std::to_string(offset) + ", file ends after " + std::to_string(done));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+  Status Read(uint64_t offset, size_t n, void* out) override { return PreadFully(fd_, path_, offset, n, out); }
+  void Prefetch(uint64_t offset, size_t n) override {
+    (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+// Env's default RandomAccessFile: reads by name through the Env (in-memory and fault-injecting Envs).
+class EnvRandomAccessFile final : public RandomAccessFile {
+ public:
+  EnvRandomAccessFile(Env* env, std::string path) : env_(env), path_(std::move(path)) {}
+  Status Read(uint64_t offset, size_t n, void* out) override { return env_->ReadRange(path_, offset, n, out); }
+
+ private:
+  Env* env_;
+  std::string path_;
+};
+
 // Closes fd on scope exit (read paths have several early returns).
 struct FdCloser {
   int fd;
@@ -107,6 +151,11 @@ struct FdCloser {
 }  // namespace
 
 Env* Env::Default() { return PosixEnv::Default(); }
+
+StatusOr<std::unique_ptr<RandomAccessFile>> Env::NewRandomAccessFile(const std::string& path) {
+  EMBER_RETURN_IF_ERROR(FileSize(path).status());  // missing, a link, not a regular file: fail at open
+  return std::unique_ptr<RandomAccessFile>(new EnvRandomAccessFile(this, path));
+}
 
 PosixEnv* PosixEnv::Default() {
   static PosixEnv* env = new PosixEnv();  // never destroyed: usable from static destructors
@@ -134,29 +183,37 @@ StatusOr<std::vector<uint8_t>> PosixEnv::ReadFile(const std::string& path) {
   return out;
 }
 
-Status PosixEnv::ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) {
+namespace {
+
+// Opens path for reading: never through a link, only a regular file.
+StatusOr<int> OpenForRead(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it has no effect on regular files).
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return OpenError(path, errno);
-  FdCloser closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus("stat", path, errno);
-  if (!S_ISREG(st.st_mode)) return NotRegular(path);
-  auto* p = static_cast<uint8_t*>(out);
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("read", path, errno);
-    }
-    if (r == 0) {
-      return Corrupt(path + ": truncated: need " + std::to_string(n) + " bytes at offset " +
-                     std::to_string(offset) + ", file ends after " + std::to_string(done));
-    }
-    done += static_cast<size_t>(r);
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus("stat", path, err);
   }
-  return Status::Ok();
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return NotRegular(path);
+  }
+  return fd;
+}
+
+}  // namespace
+
+Status PosixEnv::ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) {
+  EMBER_ASSIGN_OR_RETURN(int fd, OpenForRead(path));
+  FdCloser closer{fd};
+  return PreadFully(fd, path, offset, n, out);
+}
+
+StatusOr<std::unique_ptr<RandomAccessFile>> PosixEnv::NewRandomAccessFile(const std::string& path) {
+  EMBER_ASSIGN_OR_RETURN(int fd, OpenForRead(path));
+  return std::unique_ptr<RandomAccessFile>(new PosixRandomAccessFile(path, fd));
 }
 
 StatusOr<uint64_t> PosixEnv::FileSize(const std::string& path) {

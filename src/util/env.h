@@ -46,6 +46,22 @@ class WritableFile {
   virtual Status Close() = 0;
 };
 
+// A file open for reading at any offset (pread), so a large file is read in pieces through one open:
+// the reader streams instead of holding the file whole. Safe for concurrent Reads.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads exactly n bytes at offset into out. Fewer bytes available -> kCorrupt ("truncated").
+  virtual Status Read(uint64_t offset, size_t n, void* out) = 0;
+  // A hint that [offset, offset + n) will be read soon: start fetching it in the background (PosixEnv:
+  // POSIX_FADV_WILLNEED), so the device works while the reader checksums and copies. No effect on what
+  // Read returns; the default does nothing.
+  virtual void Prefetch(uint64_t offset, size_t n) {
+    (void)offset;
+    (void)n;
+  }
+};
+
 // What Stat reports about one path.
 struct PathInfo {
   enum class Type { kFile, kDir, kSymlink, kOther };
@@ -98,6 +114,10 @@ class Env {
   // empty region. PosixEnv mmaps it shared, so a model's pages are the page cache's and its weights are
   // used in place, never copied. Not a regular file -> kInvalidArgument.
   virtual StatusOr<std::unique_ptr<MappedRegion>> MapFile(const std::string& path) = 0;
+  // Opens path for reads at any offset, with the checks of ReadRange (regular file, no link). The default
+  // (for test Envs) checks with FileSize and then reads through ReadRange by name; PosixEnv holds one
+  // descriptor, so a rename over path after the open does not change what is read.
+  virtual StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path);
 
   // Atomically replaces `to` with `from` (POSIX rename). Durable only after SyncDir of the directory.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
@@ -150,6 +170,7 @@ class PosixEnv final : public Env {
   Status ReadRange(const std::string& path, uint64_t offset, size_t n, void* out) override;
   StatusOr<uint64_t> FileSize(const std::string& path) override;
   StatusOr<std::unique_ptr<MappedRegion>> MapFile(const std::string& path) override;
+  StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status SyncDir(const std::string& dir) override;
   Status RemoveFile(const std::string& path) override;

@@ -27,6 +27,9 @@ class EnvWrapper : public Env {
   StatusOr<std::unique_ptr<MappedRegion>> MapFile(const std::string& path) override {
     return target_->MapFile(path);
   }
+  StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {
+    return target_->NewRandomAccessFile(path);
+  }
   Status Rename(const std::string& from, const std::string& to) override { return target_->Rename(from, to); }
   Status SyncDir(const std::string& dir) override { return target_->SyncDir(dir); }
   Status RemoveFile(const std::string& path) override { return target_->RemoveFile(path); }
