@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,14 +18,14 @@
 #include "tiered/tiered_cache.h"
 #include "coldtier/cold_store.h"
 #include "coldtier/write_queue.h"
+#include "util/stopwatch.h"
 
 namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double Since(const Stopwatch& t0) { return t0.ElapsedSeconds(); }
 
 // Asks the kernel to drop the clean cached pages of every file under dir, so the next read comes from
 // the device (a benchmark-only measure; a server never does this).
@@ -85,13 +84,13 @@ Status BenchRestart(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r)
     EMBER_ASSIGN_OR_RETURN(auto tiers, TieredCache::Open(to));
     CachedSession s(engine, tiers.get());
     EMBER_RETURN_IF_ERROR(s.Generate(BenchRequest(prompt, 1), nullptr).status());
-    const auto t0 = Clock::now();
+    const Stopwatch t0;
     EMBER_RETURN_IF_ERROR(tiers->Flush());
     r->flush_s = Since(t0);
     r->entry_bytes = tiers->stats().bytes;
   }
   DropPageCache(root);
-  const auto t0 = Clock::now();
+  const Stopwatch t0;
   EMBER_ASSIGN_OR_RETURN(auto tiers, TieredCache::Open(to));
   r->reopen_s = Since(t0);
   CachedSession s(engine, tiers.get());
@@ -122,12 +121,12 @@ Status BenchScan(const SsdBenchOptions& o, SsdBenchResult* r) {
     }
   }
   DropPageCache(root);
-  auto t0 = Clock::now();
+  Stopwatch t0;
   {
     EMBER_ASSIGN_OR_RETURN(auto cold, ColdStore::Open(*PosixEnv::Default(), so));
     r->scan_cold_s = Since(t0);
   }  // one store per directory at a time (its lock)
-  t0 = Clock::now();
+  t0.Reset();
   EMBER_ASSIGN_OR_RETURN(auto warm, ColdStore::Open(*PosixEnv::Default(), so));
   r->scan_warm_s = Since(t0);
   r->scan_entries = static_cast<int>(warm->entries());
@@ -141,7 +140,7 @@ StatusOr<double> SequentialReadGbps(const std::string& path) {
   if (fd < 0) return ErrnoStatus("open", path, errno);
   std::vector<uint8_t> buf(1 << 20);
   uint64_t total = 0;
-  const auto t0 = Clock::now();
+  const Stopwatch t0;
   for (;;) {
     ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
@@ -185,7 +184,7 @@ Status BenchRead(const SsdBenchOptions& o, SsdBenchResult* r) {
       EMBER_ASSIGN_OR_RETURN(r->seq_read_gbps, SequentialReadGbps(m->path));
       DropPageCache(root);
     }
-    const auto t0 = Clock::now();
+    const Stopwatch t0;
     EMBER_RETURN_IF_ERROR(store->Restore(*m).status());
     (verify ? r->restore_gbps : r->restore_noverify_gbps) = static_cast<double>(m->bytes) / Since(t0) / 1e9;
   }
@@ -241,7 +240,7 @@ Status BenchPeak(const SsdBenchOptions& o, SsdBenchResult* r) {
     EMBER_ASSIGN_OR_RETURN(KvState st, Resident(c, positions));
     EMBER_RETURN_IF_ERROR(ResetPeakRss());
     const int64_t base = ProcStatusBytes("VmRSS");
-    const auto t0 = Clock::now();
+    const Stopwatch t0;
     EMBER_RETURN_IF_ERROR(store->Put("", tokens, st));
     r->peak_write_s = Since(t0);
     r->peak_write_extra = ProcStatusBytes("VmHWM") - base;
@@ -253,7 +252,7 @@ Status BenchPeak(const SsdBenchOptions& o, SsdBenchResult* r) {
   if (!m) return Internal("ssd bench: the peak entry is not indexed");
   EMBER_RETURN_IF_ERROR(ResetPeakRss());
   const int64_t base = ProcStatusBytes("VmRSS");
-  const auto t0 = Clock::now();
+  const Stopwatch t0;
   EMBER_ASSIGN_OR_RETURN(KvState back, store->Restore(*m));
   r->peak_restore_s = Since(t0);
   r->peak_restore_extra = ProcStatusBytes("VmHWM") - base - static_cast<int64_t>(back.bytes());
@@ -280,7 +279,7 @@ Status BenchDecode(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) 
   std::thread pusher([&] {
     for (int i = 0; !stop.load(); ++i) {
       if (queue.stats().queued_jobs >= 2) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        Env::Default()->SleepForMicros(5000);
         continue;
       }
       WriteJob j;
@@ -295,7 +294,7 @@ Status BenchDecode(Engine& engine, const SsdBenchOptions& o, SsdBenchResult* r) 
       queue.Push(std::move(j));
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the writer is mid-flight
+  Env::Default()->SleepForMicros(200'000);  // the writer is mid-flight
   StatusOr<double> busy = [&] {
     // As CachedSession does for a request: queued writes wait (bounded by max_defer) while we decode.
     WriteQueue::Foreground fg(&queue);

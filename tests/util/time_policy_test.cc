@@ -18,7 +18,6 @@ namespace {
 const std::set<std::string>& Exceptions() {
   static const std::set<std::string> files = {
       "util/env.cc",            // PosixEnv: the one real clock, sleep and timed wait
-      "bench/ssd_bench.cc",     // rewritten for streaming restore in #15 (part "stream"); converted then
   };
   return files;
 }
