@@ -37,6 +37,7 @@ TieredCache::TieredCache(TieredCacheOptions options) : opts_(std::move(options))
   env_ = opts_.env != nullptr ? opts_.env : PosixEnv::Default();
   st_.restore_ms.bounds = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
   st_.restore_ms.counts.assign(st_.restore_ms.bounds.size(), 0);
+  st_.cold_enabled = !opts_.root.empty();  // Open fails (and drops this object) if the store does not open
 }
 
 StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions options) {
@@ -55,7 +56,6 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions opti
   so.cap_bytes = t->opts_.disk_cap_bytes;
   so.verify_tensors = t->opts_.verify_tensors;
   EMBER_ASSIGN_OR_RETURN(t->store_, ColdStore::Open(*t->env_, std::move(so)));
-  t->st_.cold_enabled = true;
   t->queue_ = std::make_unique<WriteQueue>(
       t->opts_.queue_cap_bytes,
       std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, t->opts_.queue_max_defer_s) * 1000)));
@@ -65,10 +65,10 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions opti
 
 TieredCache::~TieredCache() {
   {
-    std::lock_guard<std::mutex> lock(maint_mu_);
+    MutexLock lock(&maint_mu_);
     stopping_ = true;
   }
-  maint_cv_.notify_all();
+  maint_cv_.SignalAll();
   if (maint_.joinable()) maint_.join();
   if (queue_) queue_->Stop();  // jobs reference this object: none may run past here
 }
@@ -80,11 +80,15 @@ int64_t TieredCache::Now() const {
 }
 
 void TieredCache::Maintain() {
-  std::unique_lock<std::mutex> lock(maint_mu_);
-  while (!maint_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) {
-    lock.unlock();
+  for (;;) {
+    {
+      MutexLock lock(&maint_mu_);
+      const int64_t deadline = env_->MonotonicMicros() + 100'000;  // a pass every 100 ms
+      while (!stopping_ && !env_->WaitUntil(&maint_cv_, &maint_mu_, deadline)) {
+      }
+      if (stopping_) return;
+    }
     Tick();
-    lock.lock();
   }
 }
 
@@ -93,11 +97,11 @@ ColdLookup TieredCache::LookupCold(std::span<const int32_t> prompt, const std::s
   if (!store_) return out;
   double read_bw = 0, prefill_tps = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     read_bw = st_.read_bytes_per_s;
     prefill_tps = st_.prefill_tokens_per_s;
   }
-  std::unique_lock<std::mutex> store_lock(store_mu_);
+  ReleasableMutexLock store_lock(&store_mu_);
   std::optional<ColdMatch> m = store_->Find(prompt, ns, ram_p);
   if (!m) return out;
   // Restore or recompute (§4.10): both estimates need a measurement; until then restore, which also
@@ -105,17 +109,17 @@ ColdLookup TieredCache::LookupCold(std::span<const int32_t> prompt, const std::s
   const double restore_s = read_bw > 0 ? static_cast<double>(m->bytes) / read_bw : 0;
   const double recompute_s = prefill_tps > 0 ? static_cast<double>(m->usable - ram_p) / prefill_tps : 0;
   if (read_bw > 0 && prefill_tps > 0 && recompute_s < restore_s) {
-    store_lock.unlock();
-    std::lock_guard<std::mutex> lock(mu_);
+    store_lock.Release();
+    MutexLock lock(&mu_);
     ++st_.recompute_chosen;
     out.decision = "recompute";
     return out;
   }
   const auto t0 = std::chrono::steady_clock::now();
   StatusOr<KvState> state = store_->Restore(*m);
-  store_lock.unlock();
+  store_lock.Release();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++st_.restore_chosen;
   if (!state.ok()) {
     // The store already deleted the file and counted it; the request goes on without it.
@@ -141,14 +145,14 @@ Status TieredCache::Insert(std::vector<int32_t> tokens, std::unique_ptr<EntrySta
   EMBER_RETURN_IF_ERROR(ram_->Insert(std::move(tokens), std::move(state), ns));
   if (!behind) return Status::Ok();
   const int64_t due = Now() + static_cast<int64_t>(opts_.write_behind_s * 1e6);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::string key = PendingKey(ns, key_tokens);
   pending_[std::move(key)] = Pending{std::move(key_tokens), ns, due};  // a re-insert restarts the debounce
   return Status::Ok();
 }
 
 void TieredCache::NotePrefill(int64_t tokens, double seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   st_.tokens_recomputed += static_cast<uint64_t>(std::max<int64_t>(tokens, 0));
   // Short prefills are dominated by fixed per-call costs and would understate the rate.
   if (tokens >= 32 && seconds > 0) st_.prefill_tokens_per_s = Ewma(st_.prefill_tokens_per_s, tokens / seconds);
@@ -159,18 +163,18 @@ Status TieredCache::Persist(const CacheEntry& e) {
   if (kv == nullptr) return InvalidArgument("ssd cache: only KV states can be written");
   bool durable;
   {
-    std::lock_guard<std::mutex> lock(store_mu_);
+    MutexLock lock(&store_mu_);
     durable = store_->Contains(e.ns, e.tokens);
   }
   if (durable) {  // same tokens, same namespace, same identity: the file holds these very bytes
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++st_.already_durable;
     return Status::Ok();
   }
-  StatusOr<StagedEntry> staged = store_->Stage(e.ns, e.tokens, kv->kv());  // the slow part, unlocked
+  StatusOr<StagedEntry> staged = StoreForStage().Stage(e.ns, e.tokens, kv->kv());  // the slow part, unlocked
   Status st;
   {
-    std::lock_guard<std::mutex> lock(store_mu_);
+    MutexLock lock(&store_mu_);
     if (staged.ok()) {
       st = store_->Commit(std::move(staged).value());
     } else {
@@ -179,7 +183,7 @@ Status TieredCache::Persist(const CacheEntry& e) {
     }
   }
   if (!st.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Disk full repeats on every write: log the first failure and then every 100th.
     if (failure_logs_++ % 100 == 0) {
       std::fprintf(stderr, "ember: warning: ssd cache write failed (serving continues): %s\n", st.ToString().c_str());
@@ -190,7 +194,7 @@ Status TieredCache::Persist(const CacheEntry& e) {
 
 void TieredCache::Spill(std::shared_ptr<const CacheEntry> e) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++st_.spills_queued;
   }
   WriteJob job;
@@ -204,7 +208,7 @@ void TieredCache::QueueWriteBehinds(bool all) {
   std::vector<Pending> due;
   {
     const int64_t now = Now();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (all || it->second.due_us <= now) {
         due.push_back(std::move(it->second));
@@ -218,7 +222,7 @@ void TieredCache::QueueWriteBehinds(bool all) {
     std::shared_ptr<const CacheEntry> e = ram_->FindExact(p.tokens, p.ns);
     if (!e) continue;  // superseded, replaced or evicted (an eviction spills it anyway)
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++st_.write_behind_queued;
     }
     WriteJob job;
@@ -237,18 +241,18 @@ void TieredCache::Tick() {
   for (const std::shared_ptr<const CacheEntry>& e : ram_->IdleSince(cutoff)) {
     bool durable;
     {
-      std::lock_guard<std::mutex> lock(store_mu_);
+      MutexLock lock(&store_mu_);
       durable = store_->Contains(e->ns, e->tokens);
     }
     if (durable) {
       if (ram_->Remove(e.get(), cutoff)) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         ++st_.demotions;
       }
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!demoting_.insert(e.get()).second) continue;  // its write is already queued
     }
     WriteJob job;
@@ -258,7 +262,7 @@ void TieredCache::Tick() {
     job.done = [this, e, cutoff](const Status& st) {
       // Leaves RAM only once durable, and only if nobody used it since it was found idle.
       const bool removed = st.ok() && ram_->Remove(e.get(), cutoff);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       demoting_.erase(e.get());
       if (removed) ++st_.demotions;
     };
@@ -283,7 +287,7 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
     tried.insert(victim.get());
     bool durable;
     {
-      std::lock_guard<std::mutex> lock(store_mu_);
+      MutexLock lock(&store_mu_);
       durable = store_->Contains(victim->ns, victim->tokens);
     }
     if (!durable) {
@@ -295,7 +299,7 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
       job.done = [result](const Status& st) { *result = st; };
       const uint64_t ticket = queue_->Push(std::move(job));
       queue_->WaitFor(ticket);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!result->ok()) {
         ++st_.relief_failures;
         return *result;  // the entry stays resident; relief stops
@@ -303,7 +307,7 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
       ++st_.relief_writes;
     }
     if (ram_->Remove(victim.get())) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++st_.relief_freed;
     }
   }
@@ -319,7 +323,7 @@ Status TieredCache::Flush(std::chrono::steady_clock::time_point deadline) {
   const WriteQueueStats after = queue_->stats();
   const uint64_t lost = (after.failed - before.failed) + (after.dropped - before.dropped);
   if (lost > 0) return IoError("ssd cache flush: " + std::to_string(lost) + " queued writes failed or were dropped");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   st_.last_flush_unix_s = WallSeconds();
   return Status::Ok();
 }
@@ -327,12 +331,12 @@ Status TieredCache::Flush(std::chrono::steady_clock::time_point deadline) {
 TieredStats TieredCache::stats() const {
   TieredStats s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     s = st_;
   }
   if (!store_) return s;
   s.queue = queue_->stats();
-  std::lock_guard<std::mutex> lock(store_mu_);
+  MutexLock lock(&store_mu_);
   s.store = store_->counters();
   s.entries = store_->entries();
   s.bytes = store_->bytes();
