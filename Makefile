@@ -16,7 +16,7 @@ TSAN_SECONDS ?= 600
 TEST_HOME := $(abspath $(BUILD))/test-home
 TEST_ENV := XDG_CACHE_HOME=$(TEST_HOME)/cache XDG_DATA_HOME=$(TEST_HOME)/data
 
-.PHONY: all setup build test unit e2e fuzz fuzz-build tsan serve demo-model clean
+.PHONY: all setup build test unit e2e fuzz fuzz-build tsan thread-safety serve demo-model clean
 
 all: build
 
@@ -33,10 +33,12 @@ demo-model: build
 	@scripts/make-demo-model "$(DEMO_MODEL)"
 
 # Unit tests first (ctest: every module's GoogleTest binary, fast ones first, parity tests with the
-# llama.cpp peer among them), then the end-to-end tests with real HTTP clients, then a bounded fuzz run.
+# llama.cpp peer among them), then clang's lock check, then the end-to-end tests with real HTTP clients,
+# then a bounded fuzz run.
 test: setup build
 	@rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	@cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1200
+	@$(MAKE) --no-print-directory thread-safety
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
@@ -60,8 +62,13 @@ fuzz: fuzz-build
 tsan:
 	@BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/tsan $(TSAN_SECONDS)
 
+# clang -Wthread-safety -Werror=thread-safety over every src/ file, syntax only (docs/conventions.md
+# "Locks"); about 5 CPU-minutes, so ~2.5 minutes on two cores.
+thread-safety:
+	@JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/thread-safety
+
 serve: setup build demo-model
 	@scripts/serve "$(DEMO_MODEL)"
 
 clean:
-	rm -rf $(BUILD) build-fuzz build-tsan
+	rm -rf $(BUILD) build-fuzz build-tsan build-tsa

@@ -30,7 +30,7 @@ StatusOr<CacheHit> PromptCache::Lookup(std::span<const int32_t> prompt, const st
   CacheHit hit;
   if (!enabled()) return hit;
   const int64_t limit = static_cast<int64_t>(prompt.size()) - 1;  // at least one token is forwarded
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++st_.lookups;
   size_t best = slots_.size();
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -82,7 +82,7 @@ Status PromptCache::Insert(std::vector<int32_t> tokens, std::unique_ptr<EntrySta
 
   std::vector<std::shared_ptr<const CacheEntry>> victims;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++st_.inserts;
     if (entry->bytes > capacity_) {
       ++st_.oversize;
@@ -139,7 +139,7 @@ std::vector<std::shared_ptr<const CacheEntry>> PromptCache::EvictLocked(const Ca
 void PromptCache::Spill(const std::vector<std::shared_ptr<const CacheEntry>>& victims) {
   for (const auto& v : victims) {
     spill_(v);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++st_.spills;
   }
 }
@@ -153,6 +153,7 @@ std::shared_ptr<const CacheEntry> PromptCache::RemoveLocked(size_t i) {
 
 void PromptCache::ChargeLocked(const EntryState& s) {
   s.ForEachBuffer([&](const void* id, size_t bytes) {
+    mu_.AssertHeld();  // ForEachBuffer calls back synchronously, on this thread: mu_ is still held
     Charge& c = charges_[id];
     if (c.refs++ == 0) {
       c.bytes = bytes;
@@ -163,6 +164,7 @@ void PromptCache::ChargeLocked(const EntryState& s) {
 
 void PromptCache::UnchargeLocked(const EntryState& s) {
   s.ForEachBuffer([&](const void* id, size_t) {
+    mu_.AssertHeld();  // as in ChargeLocked
     auto it = charges_.find(id);
     if (it == charges_.end()) return;
     if (--it->second.refs == 0) {
@@ -175,7 +177,7 @@ void PromptCache::UnchargeLocked(const EntryState& s) {
 void PromptCache::Clear() {
   std::vector<Slot> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     dropped.swap(slots_);
     charges_.clear();
     charged_bytes_ = 0;
@@ -184,18 +186,18 @@ void PromptCache::Clear() {
 }
 
 void PromptCache::NoteBypass(int64_t prompt_tokens) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++st_.bypassed;
   st_.tokens_recomputed += static_cast<uint64_t>(std::max<int64_t>(prompt_tokens, 0));
 }
 
 void PromptCache::NoteCopiedBytes(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   st_.cow_bytes_copied += bytes;
 }
 
 PromptCacheStats PromptCache::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   PromptCacheStats s = st_;
   s.entries = slots_.size();
   s.bytes = charged_bytes_;
@@ -203,7 +205,7 @@ PromptCacheStats PromptCache::stats() const {
 }
 
 std::vector<std::shared_ptr<const CacheEntry>> PromptCache::EntriesByRecency() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<const Slot*> order;
   for (const Slot& s : slots_) order.push_back(&s);
   std::sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->last_used < b->last_used; });
@@ -216,7 +218,7 @@ int64_t PromptCache::NowMicros() const { return env_->MonotonicMicros(); }
 
 std::shared_ptr<const CacheEntry> PromptCache::FindExact(std::span<const int32_t> tokens,
                                                          const std::string& ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const Slot& s : slots_) {
     const CacheEntry& e = *s.entry;
     if (e.ns == ns && std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(), tokens.end())) return s.entry;
@@ -225,7 +227,7 @@ std::shared_ptr<const CacheEntry> PromptCache::FindExact(std::span<const int32_t
 }
 
 std::vector<std::shared_ptr<const CacheEntry>> PromptCache::IdleSince(int64_t cutoff_us) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<const Slot*> idle;
   for (const Slot& s : slots_) {
     if (s.last_used_us <= cutoff_us) idle.push_back(&s);
@@ -238,7 +240,7 @@ std::vector<std::shared_ptr<const CacheEntry>> PromptCache::IdleSince(int64_t cu
 
 bool PromptCache::Remove(const CacheEntry* e, int64_t cutoff_us) {
   std::shared_ptr<const CacheEntry> removed;  // freed after the mutex is released
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].entry.get() != e) continue;
     if (cutoff_us >= 0 && slots_[i].last_used_us > cutoff_us) return false;

@@ -30,7 +30,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -38,6 +37,7 @@
 
 #include "cache/entry_state.h"
 #include "util/env.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace ember {
@@ -83,27 +83,29 @@ class PromptCache {
   size_t capacity() const { return capacity_; }
 
   // Error only if the donor's View fails (a state disagreeing with the trim rules); nothing changes then.
-  StatusOr<CacheHit> Lookup(std::span<const int32_t> prompt, const std::string& ns);
+  StatusOr<CacheHit> Lookup(std::span<const int32_t> prompt, const std::string& ns) EXCLUDES(mu_);
   // InvalidArgument (nothing stored) if tokens.size() != state->n_pos() or a layer kind is unknown.
-  Status Insert(std::vector<int32_t> tokens, std::unique_ptr<EntryState> state, const std::string& ns);
-  void Clear();
+  Status Insert(std::vector<int32_t> tokens, std::unique_ptr<EntryState> state, const std::string& ns)
+      EXCLUDES(mu_);
+  void Clear() EXCLUDES(mu_);
 
   // A request that bypassed the cache (tokens that do not identify content, e.g. image placeholders).
-  void NoteBypass(int64_t prompt_tokens);
-  void NoteCopiedBytes(uint64_t bytes);
+  void NoteBypass(int64_t prompt_tokens) EXCLUDES(mu_);
+  void NoteCopiedBytes(uint64_t bytes) EXCLUDES(mu_);
 
-  PromptCacheStats stats() const;
+  PromptCacheStats stats() const EXCLUDES(mu_);
   // Entries oldest-used first (tests, /stats detail, pressure relief).
-  std::vector<std::shared_ptr<const CacheEntry>> EntriesByRecency() const;
+  std::vector<std::shared_ptr<const CacheEntry>> EntriesByRecency() const EXCLUDES(mu_);
 
   // ---- For the cold tier (tiered/tiered_cache.h); none of these spills ----
   // The entry with exactly these tokens in ns, if stored (write-behind persists it only if it still is).
-  std::shared_ptr<const CacheEntry> FindExact(std::span<const int32_t> tokens, const std::string& ns) const;
+  std::shared_ptr<const CacheEntry> FindExact(std::span<const int32_t> tokens, const std::string& ns) const
+      EXCLUDES(mu_);
   // Entries whose last use (insert or lookup hit) is at or before cutoff_us, oldest first.
-  std::vector<std::shared_ptr<const CacheEntry>> IdleSince(int64_t cutoff_us) const;
+  std::vector<std::shared_ptr<const CacheEntry>> IdleSince(int64_t cutoff_us) const EXCLUDES(mu_);
   // Removes e if it is still stored and (cutoff_us >= 0) still unused since cutoff_us: an idle entry
   // leaves RAM only once its file is durable, and one used meanwhile stays. True if removed.
-  bool Remove(const CacheEntry* e, int64_t cutoff_us = -1);
+  bool Remove(const CacheEntry* e, int64_t cutoff_us = -1) EXCLUDES(mu_);
   // The Env's monotonic clock, in which last-use times are kept.
   int64_t NowMicros() const;
 
@@ -118,23 +120,24 @@ class PromptCache {
     int64_t refs = 0;
   };
 
-  void ChargeLocked(const EntryState& s);
-  void UnchargeLocked(const EntryState& s);
+  void ChargeLocked(const EntryState& s) REQUIRES(mu_);
+  void UnchargeLocked(const EntryState& s) REQUIRES(mu_);
   // Removes slots_[i] (uncharging it); returns the entry.
-  std::shared_ptr<const CacheEntry> RemoveLocked(size_t i);
-  void DropRedundantLocked(const CacheEntry& fresh, size_t fresh_index);
-  std::vector<std::shared_ptr<const CacheEntry>> EvictLocked(const CacheEntry* fresh);
-  void Spill(const std::vector<std::shared_ptr<const CacheEntry>>& victims);
+  std::shared_ptr<const CacheEntry> RemoveLocked(size_t i) REQUIRES(mu_);
+  void DropRedundantLocked(const CacheEntry& fresh, size_t fresh_index) REQUIRES(mu_);
+  std::vector<std::shared_ptr<const CacheEntry>> EvictLocked(const CacheEntry* fresh) REQUIRES(mu_);
+  // Calls the spill hook, unlocked: it may call back into the cache.
+  void Spill(const std::vector<std::shared_ptr<const CacheEntry>>& victims) EXCLUDES(mu_);
 
   const size_t capacity_;
   const SpillFn spill_;
   Env* const env_;
-  mutable std::mutex mu_;
-  std::vector<Slot> slots_;  // insertion order (lookup ties keep the earlier one)
-  std::unordered_map<const void*, Charge> charges_;
-  size_t charged_bytes_ = 0;
-  uint64_t tick_ = 0;
-  PromptCacheStats st_;
+  mutable Mutex mu_;
+  std::vector<Slot> slots_ GUARDED_BY(mu_);  // insertion order (lookup ties keep the earlier one)
+  std::unordered_map<const void*, Charge> charges_ GUARDED_BY(mu_);
+  size_t charged_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t tick_ GUARDED_BY(mu_) = 0;
+  PromptCacheStats st_ GUARDED_BY(mu_);
 };
 
 }  // namespace ember

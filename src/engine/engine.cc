@@ -130,7 +130,7 @@ StatusOr<std::unique_ptr<Sequence>> Engine::NewSequence(bool all_logits) const {
 }
 
 Status Engine::Forward(Sequence& seq, std::span<const int32_t> tokens, LogitsMode mode) {
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  MutexLock lock(&pool_mu_);
   EMBER_RETURN_IF_ERROR(seq.fwd_.Run(seq.kv_, tokens.data(), static_cast<int64_t>(tokens.size()), mode, *pool_));
   seq.tokens_.insert(seq.tokens_.end(), tokens.begin(), tokens.end());
   return Status::Ok();

@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +29,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/env.h"
+#include "util/mutex.h"
 
 namespace ember {
 
@@ -110,7 +110,7 @@ class Engine {
   // Null when loaded with load_tokenizer = false.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const EngineOptions& options() const { return opts_; }
-  int threads() const { return pool_->size(); }
+  int threads() const { return opts_.threads; }  // the pool's size: Load made the pool with it
   KvConfig kv_config() const { return model_->MakeKvConfig(opts_.kv_dtype, opts_.kv_block_size); }
 
   // all_logits: the sequence can Evaluate (logits for every position; more memory).
@@ -132,13 +132,13 @@ class Engine {
 
  private:
   Engine() = default;
-  Status Forward(Sequence& seq, std::span<const int32_t> tokens, LogitsMode mode);
+  Status Forward(Sequence& seq, std::span<const int32_t> tokens, LogitsMode mode) EXCLUDES(pool_mu_);
 
   EngineOptions opts_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<kernels::ThreadPool> pool_;
-  std::mutex pool_mu_;
+  Mutex pool_mu_;  // one forward pass at a time: the pool has one owner thread (kernels/thread_pool.h)
+  std::unique_ptr<kernels::ThreadPool> pool_ PT_GUARDED_BY(pool_mu_);
 };
 
 }  // namespace ember

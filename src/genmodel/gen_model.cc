@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <mutex>
 
 #include "format/gguf_writer.h"
 #include "format/quant.h"
+#include "util/mutex.h"
 
 namespace ember {
 namespace {
@@ -207,11 +207,11 @@ Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_ba
 StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family, Env* env) {
   // Parsing a tokenizer.json takes ~1 s; tests and tools that write many models reuse the result (of the
   // real files: another Env's may differ).
-  static std::mutex mu;
-  static std::map<std::string, TokenizerSpec> loaded;
+  static Mutex mu;
+  static std::map<std::string, TokenizerSpec> loaded GUARDED_BY(mu);
   const bool cached = env == Env::Default();
   if (cached) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (auto it = loaded.find(family); it != loaded.end()) return it->second;
   }
   struct Family { const char* name; const char* pkg; const char* pre; int pad_to; };
@@ -233,7 +233,7 @@ StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family, Env* env)
       if (!spec.scores.empty()) spec.scores.push_back(0);
     }
     if (!cached) return spec;
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     loaded[family] = spec;
     return spec;
   }

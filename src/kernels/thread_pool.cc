@@ -26,11 +26,11 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     stop_.store(true, std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_acq_rel);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& t : workers_) t.join();
 }
 
@@ -77,10 +77,10 @@ void ThreadPool::Run(int64_t n, int64_t chunk, const RangeFn& fn) {
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
     // Incrementing under the mutex means a worker that checks the predicate under it cannot miss us.
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     generation_.fetch_add(1, std::memory_order_release);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   RunShare(0);
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kSpinIterations) CpuRelax(); else std::this_thread::yield();
@@ -96,8 +96,8 @@ void ThreadPool::WorkerLoop(int index) {
       g = generation_.load(std::memory_order_acquire);
     }
     if (g == seen) {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      MutexLock lk(&mu_);
+      while (generation_.load(std::memory_order_acquire) == seen) cv_.Wait(&mu_);
       g = generation_.load(std::memory_order_acquire);
     }
     seen = g;

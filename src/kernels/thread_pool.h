@@ -14,12 +14,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "util/mutex.h"
 
 namespace ember::kernels {
 
@@ -63,8 +63,10 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // Guards no data (the job fields above are published through generation_): a generation_ bump made
+  // under it cannot slip between a sleeping worker's check and its wait.
+  Mutex mu_;
+  CondVar cv_;
 };
 
 // Number of physical cores (distinct (package, core) pairs in /sys/devices/system/cpu/*/topology),

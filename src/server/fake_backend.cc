@@ -5,6 +5,8 @@
 
 #include "util/env.h"
 
+#include "util/env.h"
+
 namespace ember::server {
 namespace {
 
@@ -110,10 +112,11 @@ StatusOr<std::vector<int32_t>> FakeBackend::TokenizeChat(const ChatTemplateInput
 }
 
 bool FakeBackend::WaitWhileHeld(const GenerationRequest& req) {
-  std::unique_lock<std::mutex> lock(mu_);
+  Env* env = Env::Default();
+  MutexLock lock(&mu_);
   while (held_) {
     if (req.cancel != nullptr && req.cancel->load()) return false;
-    held_cv_.wait_for(lock, std::chrono::milliseconds(5));
+    env->WaitUntil(&held_cv_, &mu_, env->MonotonicMicros() + 5000);  // 5 ms: polls the cancel flag
   }
   return true;
 }
@@ -121,7 +124,7 @@ bool FakeBackend::WaitWhileHeld(const GenerationRequest& req) {
 Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& on_token,
                              GenerationResult* out) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++generations_;
     last_request_ = req;
     last_request_.cancel = nullptr;
@@ -143,16 +146,16 @@ Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& 
   }
   if (!released || (req.cancel != nullptr && req.cancel->load())) {
     out->finish_reason = FinishReason::kCancelled;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++cancelled_;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   tokens_generated_ += out->completion_tokens;
   return Status::Ok();
 }
 
 BackendStats FakeBackend::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   BackendStats s;
   s.engine = "fake";
   s.engine_values = {{"generations", double(generations_)},
@@ -163,41 +166,41 @@ BackendStats FakeBackend::Stats() const {
 }
 
 Status FakeBackend::FlushCache() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++flushes_;
   return Status::Ok();
 }
 
 void FakeBackend::Hold() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   held_ = true;
 }
 
 void FakeBackend::Release() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     held_ = false;
   }
-  held_cv_.notify_all();
+  held_cv_.SignalAll();
 }
 
 int FakeBackend::generations_started() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return generations_;
 }
 
 int FakeBackend::cancelled_generations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return cancelled_;
 }
 
 int FakeBackend::flush_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return flushes_;
 }
 
 GenerationRequest FakeBackend::last_request() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_request_;
 }
 

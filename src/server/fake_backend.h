@@ -16,10 +16,9 @@
 // Thread-safe per the InferenceBackend contract.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 
 #include "server/backend.h"
+#include "util/mutex.h"
 
 namespace ember::server {
 
@@ -57,15 +56,17 @@ class FakeBackend final : public InferenceBackend {
   static constexpr int32_t kBos = 256;
 
  private:
-  bool WaitWhileHeld(const GenerationRequest& req);
+  bool WaitWhileHeld(const GenerationRequest& req) EXCLUDES(mu_);
 
   const Options options_;
-  mutable std::mutex mu_;
-  std::condition_variable held_cv_;
-  bool held_ = false;
-  GenerationRequest last_request_;
-  int generations_ = 0, cancelled_ = 0, flushes_ = 0;
-  int64_t tokens_generated_ = 0;
+  mutable Mutex mu_;
+  CondVar held_cv_;
+  bool held_ GUARDED_BY(mu_) = false;
+  GenerationRequest last_request_ GUARDED_BY(mu_);
+  int generations_ GUARDED_BY(mu_) = 0;
+  int cancelled_ GUARDED_BY(mu_) = 0;
+  int flushes_ GUARDED_BY(mu_) = 0;
+  int64_t tokens_generated_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ember::server

@@ -1,5 +1,7 @@
 #include "server/generation_job.h"
 
+#include "util/env.h"
+
 namespace ember::server {
 
 GenerationJob::GenerationJob(GenerationRequest request, std::vector<std::string> stops)
@@ -41,23 +43,26 @@ void GenerationJob::Complete(Status status, GenerationResult result) {
 
 void GenerationJob::Push(JobEvent ev) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (ev.kind == JobEvent::Kind::kDone) done_ = true;
     events_.push_back(std::move(ev));
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 std::vector<JobEvent> GenerationJob::Wait(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return !events_.empty(); });
+  Env* env = Env::Default();
+  const int64_t deadline = env->MonotonicMicros() + std::chrono::microseconds(timeout).count();
+  MutexLock lock(&mu_);
+  while (events_.empty() && !env->WaitUntil(&cv_, &mu_, deadline)) {
+  }
   std::vector<JobEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
   events_.clear();
   return out;
 }
 
 bool GenerationJob::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return done_;
 }
 

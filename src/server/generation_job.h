@@ -6,13 +6,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <vector>
 
 #include "server/backend.h"
 #include "server/stop_matcher.h"
+#include "util/mutex.h"
 
 namespace ember::server {
 
@@ -38,22 +37,22 @@ class GenerationJob {
   void Complete(Status status, GenerationResult result);
 
   // HTTP thread: waits up to `timeout` for events and takes all that are pending (possibly none).
-  std::vector<JobEvent> Wait(std::chrono::milliseconds timeout);
+  std::vector<JobEvent> Wait(std::chrono::milliseconds timeout) EXCLUDES(mu_);
   // Any thread: asks the backend to stop (client gone, shutdown). Idempotent.
   void Cancel() { cancel_.store(true); }
   bool cancelled() const { return cancel_.load(); }
-  bool done() const;
+  bool done() const EXCLUDES(mu_);
 
  private:
-  void Push(JobEvent ev);
+  void Push(JobEvent ev) EXCLUDES(mu_);
 
   GenerationRequest request_;
   std::atomic<bool> cancel_{false};
   StopMatcher matcher_;             // lane thread only
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<JobEvent> events_;
-  bool done_ = false;
+  mutable Mutex mu_;
+  CondVar cv_;  // an event was pushed
+  std::deque<JobEvent> events_ GUARDED_BY(mu_);
+  bool done_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ember::server

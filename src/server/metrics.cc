@@ -54,19 +54,19 @@ std::string FormatMetricValue(double v) {
 }
 
 void MetricsRegistry::DefineCounter(const std::string& name, const std::string& help) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   families_.push_back({name, help, "counter", {}, {}});
 }
 
 void MetricsRegistry::DefineGauge(const std::string& name, const std::string& help) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   families_.push_back({name, help, "gauge", {}, {}});
 }
 
 void MetricsRegistry::DefineHistogram(const std::string& name, const std::string& help,
                                       std::vector<double> upper_bounds) {
   std::sort(upper_bounds.begin(), upper_bounds.end());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   families_.push_back({name, help, "histogram", std::move(upper_bounds), {}});
 }
 
@@ -78,17 +78,17 @@ MetricsRegistry::Family* MetricsRegistry::Find(const std::string& name) {
 }
 
 void MetricsRegistry::Add(const std::string& name, const Labels& labels, double delta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (Family* f = Find(name)) f->series[RenderLabels(labels)].value += delta;
 }
 
 void MetricsRegistry::Set(const std::string& name, const Labels& labels, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (Family* f = Find(name)) f->series[RenderLabels(labels)].value = value;
 }
 
 void MetricsRegistry::Observe(const std::string& name, const Labels& labels, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Family* f = Find(name);
   if (f == nullptr) return;
   Series& s = f->series[RenderLabels(labels)];
@@ -104,7 +104,7 @@ void MetricsRegistry::Observe(const std::string& name, const Labels& labels, dou
 }
 
 double MetricsRegistry::Value(const std::string& name, const Labels& labels) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const Family& f : families_) {
     if (f.name != name) continue;
     auto it = f.series.find(RenderLabels(labels));
@@ -114,7 +114,7 @@ double MetricsRegistry::Value(const std::string& name, const Labels& labels) con
 }
 
 std::string MetricsRegistry::RenderPrometheus() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::string out;
   for (const Family& f : families_) {
     Header(out, f.name, f.help, f.type);

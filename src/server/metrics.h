@@ -4,12 +4,12 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "server/backend.h"
+#include "util/mutex.h"
 
 namespace ember::server {
 
@@ -17,17 +17,19 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 
 class MetricsRegistry {
  public:
-  void DefineCounter(const std::string& name, const std::string& help);
-  void DefineGauge(const std::string& name, const std::string& help);
-  void DefineHistogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds);
+  void DefineCounter(const std::string& name, const std::string& help) EXCLUDES(mu_);
+  void DefineGauge(const std::string& name, const std::string& help) EXCLUDES(mu_);
+  void DefineHistogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds)
+      EXCLUDES(mu_);
 
   // Recording into an undefined family is a programming error and is ignored.
-  void Add(const std::string& name, const Labels& labels, double delta = 1);
-  void Set(const std::string& name, const Labels& labels, double value);
-  void Observe(const std::string& name, const Labels& labels, double value);
+  void Add(const std::string& name, const Labels& labels, double delta = 1) EXCLUDES(mu_);
+  void Set(const std::string& name, const Labels& labels, double value) EXCLUDES(mu_);
+  void Observe(const std::string& name, const Labels& labels, double value) EXCLUDES(mu_);
 
-  double Value(const std::string& name, const Labels& labels) const;  // counters/gauges; 0 if absent
-  std::string RenderPrometheus() const;
+  // Counters/gauges; 0 if absent.
+  double Value(const std::string& name, const Labels& labels) const EXCLUDES(mu_);
+  std::string RenderPrometheus() const EXCLUDES(mu_);
 
  private:
   struct Series {
@@ -41,10 +43,10 @@ class MetricsRegistry {
     std::vector<double> bounds;
     std::map<std::string, Series> series;  // rendered label set -> series
   };
-  Family* Find(const std::string& name);
+  Family* Find(const std::string& name) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::vector<Family> families_;
+  mutable Mutex mu_;
+  std::vector<Family> families_ GUARDED_BY(mu_);
 };
 
 // `{a="x",b="y"}` with Prometheus escaping; "" for no labels.

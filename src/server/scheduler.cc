@@ -4,6 +4,8 @@
 #include <exception>
 #include <string>
 
+#include "util/env.h"
+
 namespace ember::server {
 
 Scheduler::Scheduler(InferenceBackend* backend, size_t max_queue)
@@ -19,7 +21,7 @@ size_t Scheduler::LiveQueuedLocked() const {
 
 Status Scheduler::Submit(std::shared_ptr<GenerationJob> job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return FailedPrecondition("the server is shutting down");
     if (LiveQueuedLocked() >= max_queue_) {
       ++rejected_;
@@ -28,7 +30,7 @@ Status Scheduler::Submit(std::shared_ptr<GenerationJob> job) {
     }
     queue_.push_back(std::move(job));
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return Status::Ok();
 }
 
@@ -53,8 +55,8 @@ void Scheduler::LaneLoop() {
   while (true) {
     std::shared_ptr<GenerationJob> job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping and drained
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -70,29 +72,33 @@ void Scheduler::LaneLoop() {
     }
     {
       // Counted before the client hears kDone, so /stats never lags what a client has seen.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       running_.reset();
       ++completed_;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     job->Complete(std::move(status), std::move(result));
   }
 }
 
 void Scheduler::Shutdown(std::chrono::milliseconds grace) {
-  std::unique_lock<std::mutex> lock(mu_);
-  stopping_ = true;
-  cv_.notify_all();
-  cv_.wait_for(lock, grace, [&] { return queue_.empty() && running_ == nullptr; });
-  for (auto& job : queue_) job->Cancel();
-  if (running_) running_->Cancel();
-  lock.unlock();
-  cv_.notify_all();
+  {
+    Env* env = Env::Default();
+    const int64_t deadline = env->MonotonicMicros() + std::chrono::microseconds(grace).count();
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    cv_.SignalAll();
+    while ((!queue_.empty() || running_ != nullptr) && !env->WaitUntil(&cv_, &mu_, deadline)) {
+    }
+    for (auto& job : queue_) job->Cancel();
+    if (running_) running_->Cancel();
+  }
+  cv_.SignalAll();
   if (lane_.joinable()) lane_.join();
 }
 
 Scheduler::Stats Scheduler::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return {LiveQueuedLocked(), running_ ? size_t{1} : size_t{0}, completed_, rejected_, max_queue_};
 }
 

@@ -3,14 +3,13 @@
 // Thread-safe. The lane thread is the only caller of InferenceBackend::Generate.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "server/backend.h"
 #include "server/generation_job.h"
+#include "util/mutex.h"
 
 namespace ember::server {
 
@@ -23,10 +22,10 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // kResourceExhausted when the queue is full, kFailedPrecondition after Shutdown began.
-  Status Submit(std::shared_ptr<GenerationJob> job);
+  Status Submit(std::shared_ptr<GenerationJob> job) EXCLUDES(mu_);
   // Stops admitting, lets queued and running jobs finish for up to `grace`, then cancels the rest and
   // joins the lane. Every submitted job gets its kDone event.
-  void Shutdown(std::chrono::milliseconds grace);
+  void Shutdown(std::chrono::milliseconds grace) EXCLUDES(mu_);
 
   struct Stats {
     size_t queued = 0;
@@ -35,21 +34,22 @@ class Scheduler {
     uint64_t rejected = 0;
     size_t max_queue = 0;
   };
-  Stats stats() const;
+  Stats stats() const EXCLUDES(mu_);
 
  private:
-  void LaneLoop();
-  Status RunGuarded(GenerationJob& job, GenerationResult* result);
-  size_t LiveQueuedLocked() const;
+  void LaneLoop() EXCLUDES(mu_);
+  Status RunGuarded(GenerationJob& job, GenerationResult* result) EXCLUDES(mu_);
+  size_t LiveQueuedLocked() const REQUIRES(mu_);
 
   InferenceBackend* const backend_;
   const size_t max_queue_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<GenerationJob>> queue_;
-  std::shared_ptr<GenerationJob> running_;
-  bool stopping_ = false;
-  uint64_t completed_ = 0, rejected_ = 0;
+  mutable Mutex mu_;
+  CondVar cv_;  // a job was queued or finished, or stopping began
+  std::deque<std::shared_ptr<GenerationJob>> queue_ GUARDED_BY(mu_);
+  std::shared_ptr<GenerationJob> running_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t completed_ GUARDED_BY(mu_) = 0;
+  uint64_t rejected_ GUARDED_BY(mu_) = 0;
   std::thread lane_;
 };
 

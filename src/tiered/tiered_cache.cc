@@ -32,6 +32,7 @@ TieredCache::TieredCache(TieredCacheOptions options) : opts_(std::move(options))
   env_ = opts_.env != nullptr ? opts_.env : Env::Default();
   st_.restore_ms.bounds = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
   st_.restore_ms.counts.assign(st_.restore_ms.bounds.size(), 0);
+  st_.cold_enabled = !opts_.root.empty();  // Open fails (and drops this object) if the store does not open
 }
 
 StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions options) {
@@ -51,7 +52,6 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions opti
   so.cap_bytes = t->opts_.disk_cap_bytes;
   so.verify_tensors = t->opts_.verify_tensors;
   EMBER_ASSIGN_OR_RETURN(t->store_, ColdStore::Open(*t->env_, std::move(so)));
-  t->st_.cold_enabled = true;
   t->queue_ = std::make_unique<WriteQueue>(t->opts_.queue_cap_bytes,
                                            static_cast<int64_t>(std::max(0.0, t->opts_.queue_max_defer_s) * 1e6), t->env_);
   if (t->opts_.background) t->maint_ = std::thread([self] { self->Maintain(); });
@@ -60,10 +60,10 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Open(TieredCacheOptions opti
 
 TieredCache::~TieredCache() {
   {
-    std::lock_guard<std::mutex> lock(maint_mu_);
+    MutexLock lock(&maint_mu_);
     stopping_ = true;
   }
-  maint_cv_.notify_all();
+  maint_cv_.SignalAll();
   if (maint_.joinable()) maint_.join();
   if (queue_) queue_->Stop();  // jobs reference this object: none may run past here
 }
@@ -71,11 +71,15 @@ TieredCache::~TieredCache() {
 int64_t TieredCache::Now() const { return env_->MonotonicMicros(); }
 
 void TieredCache::Maintain() {
-  std::unique_lock<std::mutex> lock(maint_mu_);
-  while (!maint_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) {
-    lock.unlock();
+  for (;;) {
+    {
+      MutexLock lock(&maint_mu_);
+      const int64_t deadline = env_->MonotonicMicros() + 100'000;  // a pass every 100 ms
+      while (!stopping_ && !env_->WaitUntil(&maint_cv_, &maint_mu_, deadline)) {
+      }
+      if (stopping_) return;
+    }
     Tick();
-    lock.lock();
   }
 }
 
@@ -84,11 +88,11 @@ ColdLookup TieredCache::LookupCold(std::span<const int32_t> prompt, const std::s
   if (!store_) return out;
   double read_bw = 0, prefill_tps = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     read_bw = st_.read_bytes_per_s;
     prefill_tps = st_.prefill_tokens_per_s;
   }
-  std::unique_lock<std::mutex> store_lock(store_mu_);
+  ReleasableMutexLock store_lock(&store_mu_);
   std::optional<ColdMatch> m = store_->Find(prompt, ns, ram_p);
   if (!m) return out;
   // Restore or recompute (§4.10): both estimates need a measurement; until then restore, which also
@@ -96,17 +100,17 @@ ColdLookup TieredCache::LookupCold(std::span<const int32_t> prompt, const std::s
   const double restore_s = read_bw > 0 ? static_cast<double>(m->bytes) / read_bw : 0;
   const double recompute_s = prefill_tps > 0 ? static_cast<double>(m->usable - ram_p) / prefill_tps : 0;
   if (read_bw > 0 && prefill_tps > 0 && recompute_s < restore_s) {
-    store_lock.unlock();
-    std::lock_guard<std::mutex> lock(mu_);
+    store_lock.Release();
+    MutexLock lock(&mu_);
     ++st_.recompute_chosen;
     out.decision = "recompute";
     return out;
   }
   const int64_t t0 = Now();
   StatusOr<KvState> state = store_->Restore(*m);
-  store_lock.unlock();
+  store_lock.Release();
   const double secs = static_cast<double>(Now() - t0) / 1e6;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++st_.restore_chosen;
   if (!state.ok()) {
     // The store already deleted the file and counted it; the request goes on without it.
@@ -132,14 +136,14 @@ Status TieredCache::Insert(std::vector<int32_t> tokens, std::unique_ptr<EntrySta
   EMBER_RETURN_IF_ERROR(ram_->Insert(std::move(tokens), std::move(state), ns));
   if (!behind) return Status::Ok();
   const int64_t due = Now() + static_cast<int64_t>(opts_.write_behind_s * 1e6);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::string key = PendingKey(ns, key_tokens);
   pending_[std::move(key)] = Pending{std::move(key_tokens), ns, due};  // a re-insert restarts the debounce
   return Status::Ok();
 }
 
 void TieredCache::NotePrefill(int64_t tokens, double seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   st_.tokens_recomputed += static_cast<uint64_t>(std::max<int64_t>(tokens, 0));
   // Short prefills are dominated by fixed per-call costs and would understate the rate.
   if (tokens >= 32 && seconds > 0) st_.prefill_tokens_per_s = Ewma(st_.prefill_tokens_per_s, tokens / seconds);
@@ -150,18 +154,18 @@ Status TieredCache::Persist(const CacheEntry& e) {
   if (kv == nullptr) return InvalidArgument("ssd cache: only KV states can be written");
   bool durable;
   {
-    std::lock_guard<std::mutex> lock(store_mu_);
+    MutexLock lock(&store_mu_);
     durable = store_->Contains(e.ns, e.tokens);
   }
   if (durable) {  // same tokens, same namespace, same identity: the file holds these very bytes
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++st_.already_durable;
     return Status::Ok();
   }
-  StatusOr<StagedEntry> staged = store_->Stage(e.ns, e.tokens, kv->kv());  // the slow part, unlocked
+  StatusOr<StagedEntry> staged = StoreForStage().Stage(e.ns, e.tokens, kv->kv());  // the slow part, unlocked
   Status st;
   {
-    std::lock_guard<std::mutex> lock(store_mu_);
+    MutexLock lock(&store_mu_);
     if (staged.ok()) {
       st = store_->Commit(std::move(staged).value());
     } else {
@@ -170,7 +174,7 @@ Status TieredCache::Persist(const CacheEntry& e) {
     }
   }
   if (!st.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Disk full repeats on every write: log the first failure and then every 100th.
     if (failure_logs_++ % 100 == 0) {
       std::fprintf(stderr, "ember: warning: ssd cache write failed (serving continues): %s\n", st.ToString().c_str());
@@ -181,7 +185,7 @@ Status TieredCache::Persist(const CacheEntry& e) {
 
 void TieredCache::Spill(std::shared_ptr<const CacheEntry> e) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++st_.spills_queued;
   }
   WriteJob job;
@@ -195,7 +199,7 @@ void TieredCache::QueueWriteBehinds(bool all) {
   std::vector<Pending> due;
   {
     const int64_t now = Now();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (all || it->second.due_us <= now) {
         due.push_back(std::move(it->second));
@@ -209,7 +213,7 @@ void TieredCache::QueueWriteBehinds(bool all) {
     std::shared_ptr<const CacheEntry> e = ram_->FindExact(p.tokens, p.ns);
     if (!e) continue;  // superseded, replaced or evicted (an eviction spills it anyway)
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++st_.write_behind_queued;
     }
     WriteJob job;
@@ -228,18 +232,18 @@ void TieredCache::Tick() {
   for (const std::shared_ptr<const CacheEntry>& e : ram_->IdleSince(cutoff)) {
     bool durable;
     {
-      std::lock_guard<std::mutex> lock(store_mu_);
+      MutexLock lock(&store_mu_);
       durable = store_->Contains(e->ns, e->tokens);
     }
     if (durable) {
       if (ram_->Remove(e.get(), cutoff)) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         ++st_.demotions;
       }
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!demoting_.insert(e.get()).second) continue;  // its write is already queued
     }
     WriteJob job;
@@ -249,7 +253,7 @@ void TieredCache::Tick() {
     job.done = [this, e, cutoff](const Status& st) {
       // Leaves RAM only once durable, and only if nobody used it since it was found idle.
       const bool removed = st.ok() && ram_->Remove(e.get(), cutoff);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       demoting_.erase(e.get());
       if (removed) ++st_.demotions;
     };
@@ -274,7 +278,7 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
     tried.insert(victim.get());
     bool durable;
     {
-      std::lock_guard<std::mutex> lock(store_mu_);
+      MutexLock lock(&store_mu_);
       durable = store_->Contains(victim->ns, victim->tokens);
     }
     if (!durable) {
@@ -286,7 +290,7 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
       job.done = [result](const Status& st) { *result = st; };
       const uint64_t ticket = queue_->Push(std::move(job));
       queue_->WaitFor(ticket);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!result->ok()) {
         ++st_.relief_failures;
         return *result;  // the entry stays resident; relief stops
@@ -294,7 +298,7 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
       ++st_.relief_writes;
     }
     if (ram_->Remove(victim.get())) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++st_.relief_freed;
     }
   }
@@ -310,7 +314,7 @@ Status TieredCache::Flush(int64_t deadline_us) {
   const WriteQueueStats after = queue_->stats();
   const uint64_t lost = (after.failed - before.failed) + (after.dropped - before.dropped);
   if (lost > 0) return IoError("ssd cache flush: " + std::to_string(lost) + " queued writes failed or were dropped");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   st_.last_flush_unix_s = static_cast<double>(env_->WallMicros()) / 1e6;
   return Status::Ok();
 }
@@ -318,12 +322,12 @@ Status TieredCache::Flush(int64_t deadline_us) {
 TieredStats TieredCache::stats() const {
   TieredStats s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     s = st_;
   }
   if (!store_) return s;
   s.queue = queue_->stats();
-  std::lock_guard<std::mutex> lock(store_mu_);
+  MutexLock lock(&store_mu_);
   s.store = store_->counters();
   s.entries = store_->entries();
   s.bytes = store_->bytes();

@@ -25,17 +25,16 @@
 //             flush are never deferred (WriteQueue).
 //
 // Thread-safety: every method may be called from any thread. mu_ and store_mu_ are never held together,
-// and neither is held while pushing to the queue or waiting on it (queue callbacks take them).
+// and neither is held while pushing to the queue or waiting on it (queue callbacks take them), nor while
+// calling into the RAM cache (docs/conventions.md "Locks").
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
@@ -48,6 +47,7 @@
 #include "util/env.h"
 #include "coldtier/write_queue.h"
 #include "kv/kv_state.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace ember {
@@ -121,34 +121,38 @@ class TieredCache {
   Env* env() const { return env_; }
 
   // After a RAM lookup that found ram_p usable positions: a strictly longer cold entry, restored.
-  ColdLookup LookupCold(std::span<const int32_t> prompt, const std::string& ns, int64_t ram_p);
+  ColdLookup LookupCold(std::span<const int32_t> prompt, const std::string& ns, int64_t ram_p)
+      EXCLUDES(mu_, store_mu_);
   // PromptCache::Insert, then schedules the write-behind of exactly these tokens.
-  Status Insert(std::vector<int32_t> tokens, std::unique_ptr<EntryState> state, const std::string& ns);
+  Status Insert(std::vector<int32_t> tokens, std::unique_ptr<EntryState> state, const std::string& ns)
+      EXCLUDES(mu_, store_mu_);
   // Frees RAM (writing first what is not on disk) until `incoming_bytes` more fit under the RAM cap.
-  Status RelieveFor(uint64_t incoming_bytes);
+  Status RelieveFor(uint64_t incoming_bytes) EXCLUDES(mu_, store_mu_);
   // A request forwarded `tokens` prompt tokens in `seconds` (prefill rate for restore-or-recompute).
-  void NotePrefill(int64_t tokens, double seconds);
+  void NotePrefill(int64_t tokens, double seconds) EXCLUDES(mu_);
   // Queues pending write-behinds and waits until every queued write is durable. FailedPrecondition if
   // the deadline (the Env's MonotonicMicros) passes first; IoError/NoSpace-style errors if a write failed
   // or was dropped meanwhile.
-  Status Flush(int64_t deadline_us = WriteQueue::kNoDeadline);
+  Status Flush(int64_t deadline_us = WriteQueue::kNoDeadline) EXCLUDES(mu_, store_mu_);
   // Marks generation in progress for as long as the returned guard lives: background writes wait
   // (bounded) so they do not compete with decode for the CPU. A no-op without a cold tier.
   WriteQueue::Foreground ForegroundScope() { return WriteQueue::Foreground(queue_.get()); }
   // One maintenance pass: due write-behinds, idle demotion. The background thread calls it.
-  void Tick();
+  void Tick() EXCLUDES(mu_, store_mu_);
 
-  TieredStats stats() const;
+  TieredStats stats() const EXCLUDES(mu_, store_mu_);
 
  private:
   explicit TieredCache(TieredCacheOptions options);
   int64_t Now() const;
-  void Spill(std::shared_ptr<const CacheEntry> e);
+  void Spill(std::shared_ptr<const CacheEntry> e) EXCLUDES(mu_, store_mu_);
   // Writes e to the store unless an entry with its tokens is already there (runs on the writer thread).
-  Status Persist(const CacheEntry& e);
+  Status Persist(const CacheEntry& e) EXCLUDES(mu_, store_mu_);
+  // The one ColdStore call made without store_mu_: Stage reads no index state (coldtier/cold_store.h).
+  const ColdStore& StoreForStage() const NO_THREAD_SAFETY_ANALYSIS { return *store_; }
   // Moves due (or, with all, every) pending write-behinds to the queue.
-  void QueueWriteBehinds(bool all);
-  void Maintain();
+  void QueueWriteBehinds(bool all) EXCLUDES(mu_, store_mu_);
+  void Maintain() EXCLUDES(maint_mu_);
 
   struct Pending {
     std::vector<int32_t> tokens;
@@ -159,19 +163,20 @@ class TieredCache {
   TieredCacheOptions opts_;
   Env* env_ = nullptr;
   std::unique_ptr<PromptCache> ram_;
-  mutable std::mutex store_mu_;
-  std::unique_ptr<ColdStore> store_;  // null: no cold tier
+  mutable Mutex store_mu_;
+  std::unique_ptr<ColdStore> store_ PT_GUARDED_BY(store_mu_);  // null: no cold tier (set once, in Open)
 
-  mutable std::mutex mu_;  // everything below except the queue
-  std::map<std::string, Pending> pending_;  // write-behind debounce, keyed by ns + exact tokens
-  std::set<const CacheEntry*> demoting_;    // demotion jobs in flight (the job holds the entry)
-  TieredStats st_;
-  uint64_t failure_logs_ = 0;
+  mutable Mutex mu_;
+  // write-behind debounce, keyed by ns + exact tokens
+  std::map<std::string, Pending> pending_ GUARDED_BY(mu_);
+  std::set<const CacheEntry*> demoting_ GUARDED_BY(mu_);  // demotion jobs in flight (the job holds the entry)
+  TieredStats st_ GUARDED_BY(mu_);
+  uint64_t failure_logs_ GUARDED_BY(mu_) = 0;
 
   std::unique_ptr<WriteQueue> queue_;  // after the state its jobs touch: destroyed (stopped) first
-  std::mutex maint_mu_;
-  std::condition_variable maint_cv_;
-  bool stopping_ = false;
+  Mutex maint_mu_;
+  CondVar maint_cv_;  // stopping_ was set
+  bool stopping_ GUARDED_BY(maint_mu_) = false;
   std::thread maint_;
 };
 

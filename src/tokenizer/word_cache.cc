@@ -12,7 +12,7 @@ size_t WordCache::ShardOf(std::string_view word) {
 bool WordCache::Lookup(std::string_view word, std::vector<int32_t>& out) const {
   if (word.size() > kMaxWordBytes) return false;
   Shard& s = shards_[ShardOf(word)];
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(&s.mu);
   auto it = s.map.find(word);
   if (it == s.map.end()) return false;
   out.insert(out.end(), it->second.begin(), it->second.end());
@@ -22,7 +22,7 @@ bool WordCache::Lookup(std::string_view word, std::vector<int32_t>& out) const {
 void WordCache::Insert(std::string_view word, std::span<const int32_t> ids) const {
   if (word.size() > kMaxWordBytes) return;
   Shard& s = shards_[ShardOf(word)];
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(&s.mu);
   if (s.map.size() >= kPerShard) s.map.clear();
   s.map.emplace(std::string(word), std::vector<int32_t>(ids.begin(), ids.end()));
 }

@@ -6,12 +6,13 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "util/mutex.h"
 
 namespace ember {
 
@@ -35,8 +36,8 @@ class WordCache {
     bool operator()(std::string_view a, std::string_view b) const { return a == b; }
   };
   struct Shard {
-    std::mutex mu;
-    std::unordered_map<std::string, std::vector<int32_t>, Hash, Eq> map;
+    Mutex mu;
+    std::unordered_map<std::string, std::vector<int32_t>, Hash, Eq> map GUARDED_BY(mu);
   };
   static size_t ShardOf(std::string_view word);
 

@@ -42,6 +42,27 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex* const mu_;
 };
 
+// As MutexLock, but Release() may unlock early (a branch that must not hold the lock any longer, e.g.
+// before slow work or a callback); the destructor then does nothing.
+class SCOPED_CAPABILITY ReleasableMutexLock {
+ public:
+  explicit ReleasableMutexLock(Mutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~ReleasableMutexLock() RELEASE() {
+    if (mu_ != nullptr) mu_->Unlock();
+  }
+  void Release() RELEASE() {
+    mu_->Unlock();
+    mu_ = nullptr;
+  }
+  ReleasableMutexLock(const ReleasableMutexLock&) = delete;
+  ReleasableMutexLock& operator=(const ReleasableMutexLock&) = delete;
+
+ private:
+  Mutex* mu_;
+};
+
+// No predicate overloads: a lambda predicate is analysed apart from the lock its caller holds, so
+// waits are written as `while (!cond) cv.Wait(&mu);`, which the analysis checks.
 class CondVar {
  public:
   // Atomically releases mu and waits for a Signal (or a spurious wake-up); mu is held again on return.
