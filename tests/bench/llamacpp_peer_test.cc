@@ -1,6 +1,7 @@
 // The peer calls of `ember bench --vs-llamacpp` and `ember bench-tokenizer`, against a stand-in runner
 // (a shell script in place of runner.mjs, /bin/sh in place of node) that records the argv it was given.
 #include "bench/llamacpp_peer.h"
+#include "support/test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -15,21 +16,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class LlamaCppPeerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("ember-peer-test-" + std::to_string(::getpid()))).string();
-    fs::create_directories(dir_);
     args_ = dir_ + "/args";
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // A runner that writes "$#" and each argument on a line of args_, logs a line, then prints `reply`.
   PeerCommand FakePeer(const std::string& reply, int exit_code = 0) {
@@ -46,7 +37,9 @@ class LlamaCppPeerTest : public ::testing::Test {
     return p;
   }
 
-  std::string dir_, args_;
+  testing::TempDir tmp_;  // removed with the fixture
+  std::string dir_ = tmp_.path().string();
+  std::string args_;
 };
 
 // A model path that popen("node runner.mjs bench '" + model + "' ...") split at the quote and handed to
@@ -62,7 +55,7 @@ TEST_F(LlamaCppPeerTest, DecodeBenchPassesAHostileModelPathAsOneArgument) {
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   EXPECT_DOUBLE_EQ((*j)["prefill_tok_s"].get<double>(), 120.5);
   EXPECT_DOUBLE_EQ((*j)["decode_tok_s"].get<double>(), 30.25);
-  EXPECT_EQ(ReadAll(args_), "10\nbench\n" + model + "\n--tokens\n1,2,3\n--gen\n9\n--threads\n2\n--kv\nf16\n");
+  EXPECT_EQ(testing::ReadFileToString(args_), "10\nbench\n" + model + "\n--tokens\n1,2,3\n--gen\n9\n--threads\n2\n--kv\nf16\n");
   EXPECT_FALSE(fs::exists(dir_ + "/pwned"));
   EXPECT_FALSE(fs::exists(dir_ + "/pwned2"));
 }
@@ -74,7 +67,7 @@ TEST_F(LlamaCppPeerTest, TokenizeBenchPassesHostilePathsAsOneArgumentEach) {
                                 text, 3, /*special=*/true);
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   EXPECT_EQ((*j)["n_tokens"].get<int>(), 4);
-  EXPECT_EQ(ReadAll(args_), "7\ntokenize-bench\n" + model + "\n--text-file\n" + text + "\n--runs\n3\n--special\n");
+  EXPECT_EQ(testing::ReadFileToString(args_), "7\ntokenize-bench\n" + model + "\n--text-file\n" + text + "\n--runs\n3\n--special\n");
   EXPECT_FALSE(fs::exists(dir_ + "/pwned"));
   EXPECT_FALSE(fs::exists(dir_ + "/pwned2"));
 }

@@ -16,6 +16,7 @@
 #include "support/fault_injection_env.h"
 #include "support/held_child.h"
 #include "test_state.h"
+#include "support/test_support.h"
 
 namespace ember {
 namespace {
@@ -109,10 +110,6 @@ class ColdStoreDirPosixTest : public ::testing::Test {
     EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
     return st.st_mode & 07777;
   }
-  static std::string Slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  }
   std::string dir_, root_;
   Env& env_ = *PosixEnv::Default();
 };
@@ -152,7 +149,7 @@ TEST_F(ColdStoreDirPosixTest, ALinkPlantedAtTheOldPredictableTempNameIsNeverWrit
   const std::string old_tmp = entry.substr(0, entry.size() - std::string(kEntryExtension).size()) + kTempExtension;
   ASSERT_EQ(::symlink(victim.c_str(), old_tmp.c_str()), 0);
   ASSERT_TRUE(store->Put("ns", Tokens(7), MakeState(7, 2)).ok());
-  EXPECT_EQ(Slurp(victim), "precious");
+  EXPECT_EQ(testing::ReadFileToString(victim), "precious");
   auto r = store->Restore(*store->Find(Tokens(8), "ns"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Bytes(*r), Bytes(MakeState(7, 2)));
@@ -167,7 +164,7 @@ TEST_F(ColdStoreDirPosixTest, ALinkPlantedAtTheEntryNameIsReplacedNeverFollowed)
   ASSERT_EQ(::unlink(entry.c_str()), 0);
   ASSERT_EQ(::symlink(victim.c_str(), entry.c_str()), 0);
   ASSERT_TRUE(store->Put("ns", Tokens(7), MakeState(7, 2)).ok());  // same tokens: the same final name
-  EXPECT_EQ(Slurp(victim), "precious");
+  EXPECT_EQ(testing::ReadFileToString(victim), "precious");
   struct stat st;
   ASSERT_EQ(::lstat(entry.c_str(), &st), 0);
   EXPECT_TRUE(S_ISREG(st.st_mode));
@@ -194,8 +191,8 @@ TEST_F(ColdStoreDirPosixTest, TheScanNeverFollowsALinkedNamespaceDirectoryOrEntr
   auto store = ColdStore::Open(env_, Options(root_));
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->entries(), 1u);
-  EXPECT_EQ(Slurp(elsewhere + "/draft.tmp"), "keep me");
-  EXPECT_EQ(Slurp(elsewhere + "/notes.entry"), "keep me too");
+  EXPECT_EQ(testing::ReadFileToString(elsewhere + "/draft.tmp"), "keep me");
+  EXPECT_EQ(testing::ReadFileToString(elsewhere + "/notes.entry"), "keep me too");
   EXPECT_EQ((*store)->counters().corrupt_deleted, 1u);  // the entry-named link itself (only the link)
 }
 

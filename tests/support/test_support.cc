@@ -2,6 +2,8 @@
 
 #include <array>
 #include <atomic>
+#include <fstream>
+#include <iterator>
 #include <cstdio>
 #include <random>
 #include <sys/wait.h>
@@ -19,6 +21,11 @@ CommandResult RunCommand(const std::string& command) {
   const int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+std::string ReadFileToString(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 TempDir::TempDir() {

@@ -34,6 +34,8 @@ std::string BinaryDir();   // build dir (holds the `ember` binary)
 std::string EmberBinary(); // <build>/ember
 // "node <repo>/peers/llamacpp/runner.mjs"
 std::string PeerRunner();
+// The whole file as bytes (empty if it cannot be read: the test's own assertions then fail).
+std::string ReadFileToString(const std::string& path);
 // Single-quotes a string for /bin/sh.
 std::string ShellQuote(const std::string& s);
 

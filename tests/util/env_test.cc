@@ -13,18 +13,14 @@
 #include <string>
 
 #include "support/held_child.h"
+#include "support/test_support.h"
+#include "support/env_test_util.h"
 
 namespace ember {
 namespace {
 
-std::vector<uint8_t> Data(const std::string& s) { return {s.begin(), s.end()}; }
-
-Status WriteSynced(Env& env, const std::string& path, const std::string& s, bool sync = true) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, env.NewWritableFile(path));
-  EMBER_RETURN_IF_ERROR(f->Append(s.data(), s.size()));
-  if (sync) EMBER_RETURN_IF_ERROR(f->Sync());
-  return f->Close();
-}
+using testing::Data;
+using testing::WriteSynced;
 
 class PosixEnvTest : public ::testing::Test {
  protected:
@@ -42,11 +38,6 @@ uint32_t ModeOf(const std::string& path) {
   struct stat st;
   EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
   return st.st_mode & 07777;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Sets the umask for one scope (tests must not leak it into the rest of the binary).
@@ -108,14 +99,14 @@ TEST_F(PosixEnvTest, NewFilesAreExclusiveAndAPlantedLinkIsNeverFollowed) {
   { std::ofstream(victim) << "precious"; }
   // An existing file is not truncated or reused.
   EXPECT_FALSE(env_.NewWritableFile(victim).ok());
-  EXPECT_EQ(Slurp(victim), "precious");
+  EXPECT_EQ(testing::ReadFileToString(victim), "precious");
   // A link (to an existing file, or dangling) at the name is neither followed nor replaced.
   const std::string link = JoinPath(dir_, "x.tmp"), dangling = JoinPath(dir_, "y.tmp");
   ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
   ASSERT_EQ(::symlink(JoinPath(dir_, "created-through-link").c_str(), dangling.c_str()), 0);
   EXPECT_FALSE(env_.NewWritableFile(link).ok());
   EXPECT_FALSE(env_.NewWritableFile(dangling).ok());
-  EXPECT_EQ(Slurp(victim), "precious");
+  EXPECT_EQ(testing::ReadFileToString(victim), "precious");
   EXPECT_FALSE(env_.DirExists(JoinPath(dir_, "created-through-link")));
   EXPECT_EQ(::access(JoinPath(dir_, "created-through-link").c_str(), F_OK), -1);
   // Reads, sizes and mtimes do not go through a link at the last component either.
@@ -132,8 +123,8 @@ TEST_F(PosixEnvTest, NewFilesAreExclusiveAndAPlantedLinkIsNeverFollowed) {
   // Renaming over a link replaces the link itself: the file it pointed to is untouched.
   ASSERT_TRUE(WriteSynced(env_, JoinPath(dir_, "z.tmp"), "fresh").ok());
   ASSERT_TRUE(env_.Rename(JoinPath(dir_, "z.tmp"), link).ok());
-  EXPECT_EQ(Slurp(link), "fresh");
-  EXPECT_EQ(Slurp(victim), "precious");
+  EXPECT_EQ(testing::ReadFileToString(link), "fresh");
+  EXPECT_EQ(testing::ReadFileToString(victim), "precious");
 }
 
 TEST_F(PosixEnvTest, StatReportsTypeModeAndOwnerWithOrWithoutFollowingLinks) {

@@ -1,6 +1,7 @@
 // FaultInjectionEnv (tests/support/fault_injection_env.h): a MemEnv with ENOSPC, short writes, EIO,
 // fsync failures and crash points armed on top.
 #include "support/fault_injection_env.h"
+#include "support/env_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -10,14 +11,8 @@
 namespace ember {
 namespace {
 
-std::vector<uint8_t> Data(const std::string& s) { return {s.begin(), s.end()}; }
-
-Status WriteSynced(Env& env, const std::string& path, const std::string& s, bool sync = true) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, env.NewWritableFile(path));
-  EMBER_RETURN_IF_ERROR(f->Append(s.data(), s.size()));
-  if (sync) EMBER_RETURN_IF_ERROR(f->Sync());
-  return f->Close();
-}
+using testing::Data;
+using testing::WriteSynced;
 
 TEST(FaultInjectionEnvTest, WriteBudgetGivesShortWriteThenNoSpace) {
   FaultInjectionEnv env;

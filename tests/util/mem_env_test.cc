@@ -1,5 +1,6 @@
 // MemEnv (tests/support/mem_env.h): the in-memory Env the cold-tier and tiered tests run on.
 #include "support/mem_env.h"
+#include "support/env_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -10,14 +11,8 @@
 namespace ember {
 namespace {
 
-std::vector<uint8_t> Data(const std::string& s) { return {s.begin(), s.end()}; }
-
-Status WriteSynced(Env& env, const std::string& path, const std::string& s, bool sync = true) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, env.NewWritableFile(path));
-  EMBER_RETURN_IF_ERROR(f->Append(s.data(), s.size()));
-  if (sync) EMBER_RETURN_IF_ERROR(f->Sync());
-  return f->Close();
-}
+using testing::Data;
+using testing::WriteSynced;
 
 TEST(MemEnvTest, ExclusiveCreateLocksAndDirectoryAttributesAreModelled) {
   MemEnv env;

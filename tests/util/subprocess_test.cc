@@ -1,4 +1,5 @@
 #include "util/subprocess.h"
+#include "support/test_support.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,21 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class SubprocessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("ember-subprocess-test-" + std::to_string(::getpid()))).string();
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  testing::TempDir tmp_;  // removed with the fixture
+  std::string dir_ = tmp_.path().string();
 };
 
 TEST_F(SubprocessTest, CapturesStdoutAndStderrAndTheExitCode) {
@@ -130,7 +120,7 @@ TEST_F(SubprocessTest, OutputToFilesAndMergedStderr) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->out.empty());
   EXPECT_TRUE(r->err.empty());
-  EXPECT_EQ(ReadAll(o.stdout_path), "one\ntwo\nthree\n");
+  EXPECT_EQ(testing::ReadFileToString(o.stdout_path), "one\ntwo\nthree\n");
   EXPECT_EQ(fs::status(o.stdout_path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
 
   o.stdout_mode = OutputMode::kDiscard;
@@ -139,7 +129,7 @@ TEST_F(SubprocessTest, OutputToFilesAndMergedStderr) {
   r = RunProcess(o, 30);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->out.empty());
-  EXPECT_EQ(ReadAll(o.stderr_path), "two\n");
+  EXPECT_EQ(testing::ReadFileToString(o.stderr_path), "two\n");
 
   o.stderr_path = dir_ + "/no/such/dir/err.txt";
   EXPECT_FALSE(RunProcess(o, 30).ok());
@@ -155,12 +145,12 @@ TEST_F(SubprocessTest, TimeoutKillsTheProcessGroup) {
   EXPECT_EQ(r->exit_code, -1);
   EXPECT_LT(r->wall_s, 20);  // not the 30 s of the sleep
   EXPECT_EQ(r->ToStatus("sleeper").code(), StatusCode::kResourceExhausted);
-  const pid_t grandchild = std::atoi(ReadAll(pidfile).c_str());
+  const pid_t grandchild = std::atoi(testing::ReadFileToString(pidfile).c_str());
   ASSERT_GT(grandchild, 0);
   // The grandchild got SIGKILL too; it is a zombie of init at most, never still sleeping.
   bool gone = false;
   for (int i = 0; i < 200 && !gone; ++i) {
-    const std::string stat = ReadAll("/proc/" + std::to_string(grandchild) + "/stat");
+    const std::string stat = testing::ReadFileToString("/proc/" + std::to_string(grandchild) + "/stat");
     gone = stat.empty() || stat.find(") Z") != std::string::npos;
     if (!gone) ::usleep(10000);
   }
@@ -185,15 +175,15 @@ TEST_F(SubprocessTest, StartPollSignalWait) {
   auto p = Process::Start(o);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_GT((*p)->pid(), 0);
-  for (int i = 0; i < 500 && ReadAll(o.stdout_path).find("ready") == std::string::npos; ++i) ::usleep(10000);
-  ASSERT_EQ(ReadAll(o.stdout_path), "ready\n");
+  for (int i = 0; i < 500 && testing::ReadFileToString(o.stdout_path).find("ready") == std::string::npos; ++i) ::usleep(10000);
+  ASSERT_EQ(testing::ReadFileToString(o.stdout_path), "ready\n");
   EXPECT_FALSE((*p)->HasExited());
   (*p)->Signal(SIGTERM);
   ProcessResult r = (*p)->Wait(20);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 7);
   EXPECT_TRUE((*p)->HasExited());
-  EXPECT_EQ(ReadAll(o.stdout_path), "ready\ndraining\n");
+  EXPECT_EQ(testing::ReadFileToString(o.stdout_path), "ready\ndraining\n");
 }
 
 // Dropping a running Process kills its group and reaps it (no orphan outlives a failed benchmark).
