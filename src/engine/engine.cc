@@ -37,11 +37,18 @@ Status Sequence::Adopt(KvState state, std::vector<int32_t> tokens) {
     return InvalidArgument("sequence: " + std::to_string(tokens.size()) + " tokens for a state of " +
                            std::to_string(state.n_pos()) + " positions");
   }
-  if (state.n_pos() > fwd_.max_ctx()) return InvalidArgument("sequence: adopted state exceeds the context");
+  if (state.n_pos() > fo_.max_ctx) return InvalidArgument("sequence: adopted state exceeds the context");
   kv_ = std::move(state);
   tokens_ = std::move(tokens);
   return Status::Ok();
 }
+
+ForwardContext& Sequence::fwd() {
+  if (!fwd_) fwd_ = std::make_unique<ForwardContext>(model_, fo_);
+  return *fwd_;
+}
+
+OpTimes& Sequence::op_times() { return fwd().times(); }
 
 Status Sequence::TrimTo(int64_t p) {
   EMBER_RETURN_IF_ERROR(kv_.TrimTo(p));
@@ -131,15 +138,43 @@ StatusOr<std::unique_ptr<Sequence>> Engine::NewSequence(bool all_logits) const {
 
 Status Engine::Forward(Sequence& seq, std::span<const int32_t> tokens, LogitsMode mode) {
   MutexLock lock(&pool_mu_);
-  EMBER_RETURN_IF_ERROR(seq.fwd_.Run(seq.kv_, tokens.data(), static_cast<int64_t>(tokens.size()), mode, *pool_));
+  EMBER_RETURN_IF_ERROR(seq.fwd().Run(seq.kv_, tokens.data(), static_cast<int64_t>(tokens.size()), mode, *pool_));
   seq.tokens_.insert(seq.tokens_.end(), tokens.begin(), tokens.end());
+  return Status::Ok();
+}
+
+std::unique_ptr<StepContext> Engine::NewStepContext(int64_t max_tokens, int max_seqs) const {
+  return std::make_unique<StepContext>(*model_, max_tokens, max_seqs, opts_.n_ctx);
+}
+
+Status Engine::Step(StepContext& ctx, std::span<const StepSlice> slices, std::vector<Status>* status) {
+  if (static_cast<int>(slices.size()) > ctx.max_seqs()) {
+    return InvalidArgument("step: " + std::to_string(slices.size()) + " sequences (room for " +
+                           std::to_string(ctx.max_seqs()) + ")");
+  }
+  std::vector<ForwardSlice> fs(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (slices[i].seq == nullptr) return InvalidArgument("step: slice without a sequence");
+    fs[i] = {&slices[i].seq->kv_, slices[i].tokens.data(), static_cast<int64_t>(slices[i].tokens.size()),
+             slices[i].logits ? LogitsMode::kLast : LogitsMode::kNone};
+  }
+  {
+    MutexLock lock(&pool_mu_);
+    EMBER_RETURN_IF_ERROR(ctx.fwd_.RunBatch(fs, *pool_, status));
+  }
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if ((*status)[i].ok()) {
+      std::vector<int32_t>& t = slices[i].seq->tokens_;
+      t.insert(t.end(), slices[i].tokens.begin(), slices[i].tokens.end());
+    }
+  }
   return Status::Ok();
 }
 
 StatusOr<const float*> Engine::Prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch,
                                        const std::atomic<bool>* cancel) {
   if (tokens.empty()) return InvalidArgument("prefill: no tokens");
-  const int64_t chunk = std::min(ubatch > 0 ? ubatch : opts_.ubatch, seq.fwd_.max_ubatch());
+  const int64_t chunk = std::min(ubatch > 0 ? ubatch : opts_.ubatch, seq.fo_.max_ubatch);
   const int64_t n = static_cast<int64_t>(tokens.size());
   for (int64_t i = 0; i < n; i += chunk) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return static_cast<const float*>(nullptr);
@@ -156,7 +191,7 @@ StatusOr<const float*> Engine::Decode(Sequence& seq, int32_t token) {
 }
 
 Status Engine::Evaluate(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch, std::vector<float>* out) {
-  const int64_t chunk = std::min(ubatch > 0 ? ubatch : opts_.ubatch, seq.fwd_.max_ubatch());
+  const int64_t chunk = std::min(ubatch > 0 ? ubatch : opts_.ubatch, seq.fo_.max_ubatch);
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t nv = model_->config().n_vocab;
   for (int64_t i = 0; i < n; i += chunk) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/step_context.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_state.h"
 #include "model/forward.h"
@@ -55,16 +56,22 @@ class Sequence {
   Status Adopt(KvState state, std::vector<int32_t> tokens);
   // Cuts the state back to p positions (see KvState::TrimTo).
   Status TrimTo(int64_t p);
-  // Logits of the last forwarded token (n_vocab floats), valid until the next forward.
-  const float* last_logits() const { return fwd_.logits(); }
-  OpTimes& op_times() { return fwd_.times(); }
+  // Logits of the last token forwarded by Prefill/Decode/Evaluate (n_vocab floats), valid until the next
+  // forward; null before the first one. (A batched Step leaves them in its StepContext instead.)
+  const float* last_logits() const { return fwd_ ? fwd_->logits() : nullptr; }
+  OpTimes& op_times();
 
  private:
   friend class Engine;
-  Sequence(KvState kv, const Model& model, const ForwardOptions& fo) : kv_(std::move(kv)), fwd_(model, fo) {}
+  Sequence(KvState kv, const Model& model, const ForwardOptions& fo) : kv_(std::move(kv)), model_(model), fo_(fo) {}
+  ForwardContext& fwd();
   KvState kv_;
   std::vector<int32_t> tokens_;
-  ForwardContext fwd_;
+  const Model& model_;
+  ForwardOptions fo_;
+  // Activation buffers for forwarding this sequence alone, made on first use: a sequence driven only by
+  // batched steps (the batch runner's) never needs them, and they are tens of MB at a 512-token ubatch.
+  std::unique_ptr<ForwardContext> fwd_;
 };
 
 enum class StopReason { kEog, kLength, kCancelled, kCallback };
@@ -129,6 +136,15 @@ class Engine {
   // Prefills `prompt`, then samples up to max_tokens, forwarding each token but the last one.
   StatusOr<GenerateResult> Generate(Sequence& seq, std::span<const int32_t> prompt, const GenerateOptions& options,
                                     const TokenCallback& on_token);
+
+  // A context for Step with room for max_tokens rows and max_seqs slices per step.
+  std::unique_ptr<StepContext> NewStepContext(int64_t max_tokens, int max_seqs) const;
+  // One forward pass over several sequences (engine/step_context.h): slice i forwards its tokens after
+  // its sequence's state; (*status)[i] says how it went — a slice that cannot run (context full, bad
+  // token id, KV allocation) fails alone and its sequence is unchanged. Each sequence's KV and logits
+  // are bitwise those of forwarding it alone (batch invariance). The returned Status is an error only
+  // for a malformed step (too many rows or slices, one sequence twice); then nothing ran.
+  Status Step(StepContext& ctx, std::span<const StepSlice> slices, std::vector<Status>* status) EXCLUDES(pool_mu_);
 
  private:
   Engine() = default;

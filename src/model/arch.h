@@ -25,7 +25,7 @@ struct QkvStep {
   OpTimes* times;
   const float* xn;          // [n_tok][n_embd]    attention-normed input
   int64_t n_tok;
-  int64_t pos0;             // position of token 0
+  const int64_t* pos;       // [n_tok] each token's position in its sequence
   const float* rope_cache;  // [n_tok][rope_n_dims] cos/sin per position for this layer's RoPE base
   float* q;                 // [n_tok][n_head * head_dim_k]     out
   float* k;                 // [n_tok][n_head_kv * head_dim_k]  out

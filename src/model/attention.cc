@@ -6,6 +6,7 @@
 // that scales q itself (ModelConfig::attn_scale) gets scale 1 here, as llama.cpp's kq_scale = 1.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/attention_head.h"
 #include "model/forward.h"
@@ -31,62 +32,79 @@ const uint8_t* HeadBlock(const void* ctx, bool v, int64_t b) {
 
 }  // namespace
 
-// att [T][n_head * head_dim_v] from q [T][n_head * head_dim_k] and the KV state of `layer`, which
-// already holds this ubatch's keys. Work items are (token tile, kv head) pairs; every query is
-// computed whole by one thread in a fixed order (kernels/attention_head.h), so neither the split nor
-// the tiling changes a result.
-void ForwardContext::Attention(const KvState& kv, int layer, int64_t n, kernels::ThreadPool& pool) {
+// att [T][n_head * head_dim_v] from q [T][n_head * head_dim_k] and each live slice's KV state of
+// `layer`, which already holds this pass's keys. Work items are (slice, token tile, kv head) triples;
+// every query is computed whole by one thread in a fixed order (kernels/attention_head.h), so neither
+// the split, the tiling nor the other slices of the step change a result.
+void ForwardContext::Attention(std::span<const Live> live, int layer, kernels::ThreadPool& pool) {
   OpTimer timer(&times_, &times_.attention_s);
   const ModelConfig& c = model_.config();
-  const KvConfig& kc = kv.config();
   const int64_t group = c.n_head / c.n_head_kv;
-  const int64_t pos0 = kv.n_pos();  // not committed yet: the ubatch's first position
-  const int64_t keys = pos0 + n;     // the most keys a query sees
-  // Tokens per tile; fewer at long contexts, so that the per-thread scratch stays near 512 KiB of
-  // scores (a GQA group is the least: a long-context prefill still reads each block once per group).
-  const int64_t tile = std::max<int64_t>(1, std::min(kTileQueries / group, kTileScoreFloats / (group * keys)));
-  const int64_t n_tiles = (n + tile - 1) / tile;
   const float scale = c.attn_scale > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
   const int64_t window = c.is_swa(layer) ? c.n_swa : 0;
-  // Per thread and query slot: scores [keys] and halves [head_dim_k + keys].
-  const int64_t slots = tile * group;
-  const int64_t half_stride = keys + c.head_dim_k;
-  const size_t need_scores = static_cast<size_t>(pool.size() * slots * keys);
-  const size_t need_half = static_cast<size_t>(pool.size() * slots * half_stride);
+  struct Tile {
+    const Live* slice;
+    int64_t t0, t1;  // rows of the slice (relative to its row0)
+    int64_t keys;    // the most keys one of its queries sees
+  };
+  std::vector<Tile> tiles;
+  int64_t scratch_scores = 0, scratch_half = 0, max_slots = 0;
+  for (const Live& l : live) {
+    const int64_t keys = l.pos0 + l.n;  // the most keys a query of this slice sees
+    // Tokens per tile; fewer at long contexts, so that the per-thread scratch stays near 512 KiB of
+    // scores (a GQA group is the least: a long-context prefill still reads each block once per group).
+    const int64_t tile = std::max<int64_t>(1, std::min(kTileQueries / group, kTileScoreFloats / (group * keys)));
+    for (int64_t t0 = 0; t0 < l.n; t0 += tile) tiles.push_back({&l, t0, std::min(l.n, t0 + tile), keys});
+    const int64_t slots = tile * group;
+    max_slots = std::max(max_slots, slots);
+    scratch_scores = std::max(scratch_scores, slots * keys);
+    scratch_half = std::max(scratch_half, slots * (keys + c.head_dim_k));
+  }
+  // Threads claim work items one at a time, costliest first: a causal query's cost grows with the keys
+  // it reads, so the longest items go first and the short ones even out the end (a static split gave
+  // the last of two threads ~3/4 of a prefill's attention; a stalled thread now holds up one item).
+  std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) {
+    return a.slice->pos0 + a.t1 > b.slice->pos0 + b.t1;
+  });
+  const size_t need_scores = static_cast<size_t>(pool.size() * scratch_scores);
+  const size_t need_half = static_cast<size_t>(pool.size() * scratch_half);
   if (scores_.size() < need_scores) scores_.resize(need_scores);
   if (half_.size() < need_half) half_.resize(need_half);
-  const size_t need_queries = static_cast<size_t>(pool.size() * slots);
+  const size_t need_queries = static_cast<size_t>(pool.size() * max_slots);
   if (tile_queries_.size() < need_queries) tile_queries_.resize(need_queries);
-  // Threads claim work items one at a time, last tiles first: a causal query's cost grows with its
-  // position, so the longest items go first and the short ones even out the end (a static split gave
-  // the last of two threads ~3/4 of a prefill's attention; a stalled thread now holds up one item).
-  kernels::AttnKvHead head;  // per item only ctx (which kv head) changes
+  const KvConfig& kc = live.front().kv->config();
+  kernels::AttnKvHead head;  // per item only ctx (which slice's kv head) changes
   head.head_dim_k = kc.head_dim_k;
   head.head_dim_v = kc.head_dim_v;
   head.block_size = kc.block_size;
   head.f16 = kc.dtype == KvDtype::kF16;
   head.block = HeadBlock;
-  pool.ParallelForChunks(n_tiles * c.n_head_kv, 1, [&](int64_t b, int64_t e, int thread) {
-    kernels::AttnQuery* queries = tile_queries_.data() + thread * slots;
+  const int64_t n_items = static_cast<int64_t>(tiles.size()) * c.n_head_kv;
+  pool.ParallelForChunks(n_items, 1, [&](int64_t b, int64_t e, int thread) {
+    kernels::AttnQuery* queries = tile_queries_.data() + thread * max_slots;
+    float* scores = scores_.data() + thread * scratch_scores;
+    uint16_t* half = half_.data() + thread * scratch_half;
     kernels::AttnKvHead item = head;
     for (int64_t i = b; i < e; ++i) {
-      const int64_t t0 = (n_tiles - 1 - i / c.n_head_kv) * tile, t1 = std::min(n, t0 + tile);
+      const Tile& tl = tiles[static_cast<size_t>(i / c.n_head_kv)];
+      const Live& l = *tl.slice;
       const int kvh = static_cast<int>(i % c.n_head_kv);
+      const int64_t half_stride = tl.keys + c.head_dim_k;
       int nq = 0;
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t p = pos0 + t;  // the query's position
+      for (int64_t t = tl.t0; t < tl.t1; ++t) {
+        const int64_t p = l.pos0 + t;  // the query's position
+        const int64_t r = l.row0 + t;  // its activation row
         for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h, ++nq) {
-          const int64_t slot = thread * slots + nq;
           kernels::AttnQuery& qu = queries[nq];
-          qu.q = q_.data() + t * c.q_dim() + h * c.head_dim_k;
+          qu.q = q_.data() + r * c.q_dim() + h * c.head_dim_k;
           qu.k0 = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
           qu.n_keys = p + 1;
-          qu.scores = scores_.data() + slot * keys;
-          qu.half = half_.data() + slot * half_stride;
-          qu.out = att_.data() + t * c.attn_out_dim() + h * c.head_dim_v;
+          qu.scores = scores + nq * tl.keys;
+          qu.half = half + nq * half_stride;
+          qu.out = att_.data() + r * c.attn_out_dim() + h * c.head_dim_v;
         }
       }
-      const HeadKv ctx{&kv, layer, kvh};
+      const HeadKv ctx{l.kv, layer, kvh};
       item.ctx = &ctx;
       kernels::AttendHeads(item, queries, nq, scale);
     }

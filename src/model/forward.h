@@ -1,16 +1,18 @@
 // The transformer forward pass over one ubatch, with every activation buffer allocated up front.
 //
 // Batch invariance (docs/cache-spec.md §6): the logits of position i are bitwise identical whether i is
-// computed inside a prefill ubatch of any size or as a single decode step. Every op computes each
-// token's row by a fixed sequence of operations (kernels contract), and attention for the query at
-// position p reads keys [0, p] (a window layer: (p - n_swa, p]) block by block in position order —
-// nothing depends on n_tok.
+// computed inside a prefill ubatch of any size, as a single decode step, or as one row of a step that
+// also carries other sequences' rows (RunBatch). Every op computes each token's row by a fixed sequence
+// of operations (kernels contract), and attention for the query at position p of a sequence reads that
+// sequence's keys [0, p] (a window layer: (p - n_swa, p]) block by block in position order — nothing
+// depends on n_tok or on which other rows share the step.
 //
 // Thread-safety: a ForwardContext belongs to one sequence and is used by one thread at a time; the
 // Model it reads is shared read-only.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/attention_head.h"
@@ -28,9 +30,18 @@ enum class LogitsMode {
 };
 
 struct ForwardOptions {
-  int64_t max_ubatch = 512;  // most tokens per Run
-  int64_t max_ctx = 0;       // most positions a sequence may hold (0: the model's context_length)
-  bool all_logits = false;   // size the logits buffer for LogitsMode::kAll
+  int64_t max_ubatch = 512;    // most tokens per Run / RunBatch (all slices together)
+  int64_t max_ctx = 0;         // most positions a sequence may hold (0: the model's context_length)
+  bool all_logits = false;     // size the logits buffer for LogitsMode::kAll
+  int64_t max_logit_rows = 1;  // kLast rows one RunBatch may ask for (one per slice); all_logits: max_ubatch
+};
+
+// One sequence's part of a batched forward: n tokens at positions [kv->n_pos(), kv->n_pos() + n).
+struct ForwardSlice {
+  KvState* kv = nullptr;
+  const int32_t* tokens = nullptr;
+  int64_t n = 0;
+  LogitsMode mode = LogitsMode::kNone;
 };
 
 class ForwardContext {
@@ -41,19 +52,39 @@ class ForwardContext {
   // them. 1 <= n <= max_ubatch. On error kv is unchanged (still n_pos() positions).
   Status Run(KvState& kv, const int32_t* tokens, int64_t n, LogitsMode mode, kernels::ThreadPool& pool);
 
+  // Several sequences in one pass: every weight is read once for all their rows. (*status)[i] says how
+  // slice i went: a slice that cannot run (bad token id, context full, KV allocation failed) is left out
+  // with its KV unchanged, and the others run as if it had never been there. The returned Status is an
+  // error only when the batch itself is malformed (no slices, rows over max_ubatch, logit rows over
+  // max_logit_rows, one KvState twice, kAll without all_logits); then nothing ran.
+  Status RunBatch(std::span<const ForwardSlice> slices, kernels::ThreadPool& pool, std::vector<Status>* status);
+
   // Rows of n_vocab logits from the last Run: 1 row (kLast) or n rows (kAll).
   const float* logits() const { return logits_.data(); }
+  // The logits of slice i of the last RunBatch (its kLast row or first kAll row); null for a slice with
+  // kNone or one that failed.
+  const float* slice_logits(size_t i) const {
+    return i < slice_logit_row_.size() && slice_logit_row_[i] >= 0
+               ? logits_.data() + slice_logit_row_[i] * n_vocab()
+               : nullptr;
+  }
   int64_t n_vocab() const { return model_.config().n_vocab; }
   int64_t max_ctx() const { return opts_.max_ctx; }
   int64_t max_ubatch() const { return opts_.max_ubatch; }
   OpTimes& times() { return times_; }
 
  private:
-  void Embed(const int32_t* tokens, int64_t n, kernels::ThreadPool& pool);
+  void Embed(const int32_t* tokens, int64_t row0, int64_t n, kernels::ThreadPool& pool);
   void NormRows(const float* x, const float* w, int64_t n, float* y, kernels::ThreadPool& pool);
-  void Attention(const KvState& kv, int layer, int64_t n, kernels::ThreadPool& pool);
+  // The slices that run in this pass, with their first row in the activations.
+  struct Live {
+    KvState* kv;
+    int64_t row0, n, pos0;
+  };
+  void Attention(std::span<const Live> live, int layer, kernels::ThreadPool& pool);
   void FeedForward(const LayerWeights& w, int64_t n, kernels::ThreadPool& pool);
-  void Output(int64_t first_row, int64_t n_rows, kernels::ThreadPool& pool);
+  // Logits of the activation rows `rows` (out_rows_, in order) into logits_ rows 0..size-1.
+  void Output(kernels::ThreadPool& pool);
 
   const Model& model_;
   ForwardOptions opts_;
@@ -70,7 +101,10 @@ class ForwardContext {
   std::vector<float> up_;      // [T][n_ff]
   std::vector<float> rope_;    // [T][rope_n_dims]  cos/sin per position
   std::vector<float> rope_swa_;  // [T][rope_n_dims]  the same for window layers' RoPE base (gemma3)
-  std::vector<float> logits_;  // [T or 1][n_vocab]
+  std::vector<float> logits_;  // [T or max_logit_rows][n_vocab]
+  std::vector<int64_t> pos_;   // [T] each row's position in its sequence
+  std::vector<int64_t> out_rows_;         // activation rows whose logits the pass computes
+  std::vector<int64_t> slice_logit_row_;  // per slice of the last RunBatch: its first logits row, -1 none
   // Per pool thread attention scratch.
   std::vector<float> scores_;      // [threads][tile queries][keys]
   std::vector<uint16_t> half_;     // [threads][tile queries][keys + head_dim_k]  fp16 q and probabilities

@@ -85,7 +85,7 @@ void RopeHeads(const QkvStep& s, float* x, int64_t n_heads) {
   const int64_t row = n_heads * c.head_dim_k;
   s.pool.ParallelFor(s.n_tok, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
-      kernels::Rope(p, s.pos0 + t, static_cast<int>(n_heads), x + t * row, s.rope_cache + t * c.rope_n_dims);
+      kernels::Rope(p, s.pos[t], static_cast<int>(n_heads), x + t * row, s.rope_cache + t * c.rope_n_dims);
     }
   });
 }
