@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -78,6 +79,8 @@ struct GenerationRequest {
   // puts CacheNamespace::TenantOf(API key identity, the client's cache_salt) here: a digest, so neither a
   // key nor a client's salt reaches the cache or its files.
   std::string cache_salt;
+  // The scheduler lane running it (0..max_parallel()-1; -1 outside the scheduler): per-lane stats.
+  int32_t lane = -1;
   // Set by the server when the client went away or the server is shutting down; Generate() polls it
   // between tokens and returns promptly (finish reason kCancelled). Outlives the Generate() call.
   const std::atomic<bool>* cancel = nullptr;
@@ -137,10 +140,30 @@ struct CacheTierStats {
   std::vector<HistogramValue> histograms;
 };
 
+// One scheduler lane's requests and what the prefix cache gave them.
+struct LaneStats {
+  int32_t lane = 0;
+  uint64_t requests = 0;
+  uint64_t cache_hits = 0;           // requests with cached_tokens > 0
+  uint64_t prompt_tokens = 0;
+  uint64_t cached_tokens = 0;
+};
+
 struct BackendStats {
   std::string engine;                // e.g. "ember-cpu" or "fake"
   std::vector<StatValue> engine_values;
   std::vector<CacheTierStats> cache_tiers;
+  // Continuous batching (empty when serial): running / prefilling / decoding / waiting sequences, steps,
+  // tokens per step, step time, occupancy, shared in-flight prefix tokens, the KV budget and its use.
+  std::vector<StatValue> batch_values;
+  std::vector<LaneStats> lanes;
+};
+
+// What an admitted generation holds (its share of the KV budget) until Generate returns; released by
+// destruction.
+class Admission {
+ public:
+  virtual ~Admission() = default;
 };
 
 class InferenceBackend {
@@ -164,6 +187,23 @@ class InferenceBackend {
   virtual Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
                           GenerationResult* out) = 0;
   virtual BackendStats Stats() const = 0;
+
+  // ---- Continuous batching and memory admission (issue #16); the defaults are a serial backend ----
+  // Generate() calls that may run at once; the scheduler runs this many lanes.
+  virtual int max_parallel() const { return 1; }
+  // Whether `req` could ever run here: InvalidArgument naming the numbers (its KV bytes against the
+  // budget) when it cannot, so the server answers 400 instead of queueing it forever. HTTP thread.
+  virtual Status CheckAdmissible(const GenerationRequest& req) const {
+    (void)req;
+    return Status::Ok();
+  }
+  // Reserves what `req` needs to run now — after making room by evicting or demoting prefix-cache
+  // entries if that suffices — or returns null when it must wait (the scheduler keeps it queued and
+  // tries again when a generation ends or shortly after). Scheduler thread.
+  virtual std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) {
+    (void)req;
+    return std::make_unique<Admission>();
+  }
   // Makes cached state durable (SSD tier) — called on shutdown and by POST /admin/cache/flush.
   virtual Status FlushCache() = 0;
 };
