@@ -121,6 +121,20 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->check(CLI::IsMember({"on", "off"}))->envname("EMBER_COMPLETION_PROMPT_SPECIALS");
   cmd->add_option("--max-queue", o->max_queue, "Generations allowed to wait (429 beyond)")
       ->capture_default_str()->envname("EMBER_MAX_QUEUE");
+  cmd->add_option("--parallel", o->parallel,
+                  "Generations advancing together, one forward pass per step over all of them (continuous "
+                  "batching); 1 = one at a time (the serial path)")
+      ->capture_default_str()->check(CLI::Range(1, server::kMaxParallel))->envname("EMBER_PARALLEL");
+  cmd->add_option("--step-tokens", o->step_tokens,
+                  "Prompt tokens a step may forward beside the running sequences' decode tokens (chunked "
+                  "prefill: a long prompt holds the others' streams up by one chunk per step); 16 to 512")
+      ->capture_default_str()->check(CLI::Range(int64_t{server::kMinStepTokens}, int64_t{512}))
+      ->envname("EMBER_STEP_TOKENS");
+  cmd->add_option("--kv-budget", o->kv_budget,
+                  "Memory for the KV of running generations plus the RAM prompt cache, e.g. 8G (default: 75% of "
+                  "free RAM less the weights, printed at start); a generation that does not fit waits, one that "
+                  "never could is a 400")
+      ->envname("EMBER_KV_BUDGET");
   cmd->add_option("--threads", o->threads, "Engine compute threads (0 = physical cores)")
       ->capture_default_str()->check(CLI::Range(0, 1024))->envname("EMBER_THREADS");
   cmd->add_option("--http-threads", o->http_threads,

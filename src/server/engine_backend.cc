@@ -1,23 +1,29 @@
 // The real engine behind the HTTP layer: Engine (model, tokenizer, forward pass) + the prompt cache (RAM,
-// and the SSD cold tier unless disabled) through TieredCache and CachedSession. Generate() runs on the
-// scheduler's single generation lane; the other methods only read immutable state (tokenizer, parsed
-// template) or take the caches' own locks.
+// and the SSD cold tier unless disabled) through TieredCache, and the KV budget (session/kv_budget.h).
+// --parallel 1: Generate() runs CachedSession on the scheduler's one lane, exactly the serial path.
+// --parallel N > 1: the scheduler runs N lanes; each Generate() goes through BatchedSession into one
+// BatchRunner whose step thread advances up to N sequences per forward pass. The other methods only
+// read immutable state (tokenizer, parsed template) or take the caches' and the budget's own locks.
 #include "server/engine_backend.h"
 
 #include <cstdio>
 #include <filesystem>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "tiered/cache_identity.h"
 #include "cache/cache_namespace.h"
 #include "cache/cache_options.h"
+#include "session/batched_session.h"
 #include "session/cached_session.h"
+#include "session/kv_budget.h"
 #include "cache/prompt_cache.h"
 #include "tiered/tiered_cache.h"
 #include "util/env.h"
 #include "util/stopwatch.h"
 #include "coldtier/private_dir.h"
+#include "engine/batch_runner.h"
 #include "engine/engine.h"
 #include "server/json_input.h"
 #include "server/sampling_seed.h"
@@ -93,12 +99,47 @@ SamplerParams ToSampler(const SamplingParams& s) {
   return p;
 }
 
+// What an admitted generation holds: its KV reservation, found again by Generate through the request's
+// address (the scheduler passes the same GenerationRequest to TryAdmit and Generate).
+class BudgetAdmission;
+
+struct BatchConfig {
+  int parallel = 1;
+  int64_t step_tokens = 256;
+  uint64_t kv_budget_bytes = 0;
+};
+
 class EngineBackend final : public InferenceBackend {
  public:
   EngineBackend(std::unique_ptr<Engine> engine, std::unique_ptr<TieredCache> tiers, std::string id,
-                double flush_timeout_s)
+                double flush_timeout_s, const BatchConfig& batch)
       : engine_(std::move(engine)), tiers_(std::move(tiers)), id_(std::move(id)),
-        flush_timeout_s_(flush_timeout_s), session_(*engine_, tiers_.get()) {}
+        flush_timeout_s_(flush_timeout_s), parallel_(batch.parallel),
+        budget_(KvBudgetOptions{batch.kv_budget_bytes, KvBytesPerPosition(engine_->kv_config()),
+                                engine_->kv_config().block_size},
+                tiers_.get()),
+        session_(*engine_, tiers_.get()), lanes_(static_cast<size_t>(std::max(parallel_, 1))) {
+    for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i].lane = static_cast<int32_t>(i);
+    if (parallel_ > 1) {
+      BatchRunnerOptions bo;
+      bo.max_seqs = parallel_;
+      bo.step_tokens = batch.step_tokens;
+      runner_ = std::make_unique<BatchRunner>(*engine_, bo);
+      batched_ = std::make_unique<BatchedSession>(*engine_, *runner_, tiers_.get());
+    }
+  }
+  ~EngineBackend() override {
+    batched_.reset();
+    if (runner_) runner_->Shutdown();  // the server cancelled or drained every generation before this
+  }
+
+  int max_parallel() const override { return parallel_; }
+
+  Status CheckAdmissible(const GenerationRequest& req) const override {
+    return budget_.CheckAdmissible(static_cast<int64_t>(req.prompt.size()), req.max_tokens);
+  }
+
+  std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override;
 
   std::string model_id() const override { return id_; }
   int32_t context_length() const override { return static_cast<int32_t>(engine_->options().n_ctx); }
@@ -135,6 +176,10 @@ class EngineBackend final : public InferenceBackend {
     sr.generate.max_tokens = req.max_tokens;
     sr.generate.sampling = ToSampler(req.sampling);
     sr.generate.cancel = req.cancel;
+    // The admitted reservation counted the whole prompt; what the cache supplies is the cache's memory.
+    if (KvBudget::Reservation* res = ReservationFor(req); res != nullptr) {
+      sr.on_lookup = [res](int64_t cached) { res->NoteCached(cached); };
+    }
     const Tokenizer& tok = *engine_->tokenizer();
     // The engine hands each token's logprobs over just before the token itself (same thread).
     TokenLogprobs pending;
@@ -154,8 +199,9 @@ class EngineBackend final : public InferenceBackend {
       }
       return on_token(ev);
     };
-    auto r = session_.Generate(sr, cb);
+    auto r = batched_ ? batched_->Generate(sr, cb) : session_.Generate(sr, cb);
     if (!r.ok()) return r.status();
+    NoteLane(req.lane, *r);
     out->cached_tokens = static_cast<int32_t>(r->cached_tokens);
     out->cache_tier = r->tier;
     int32_t n = static_cast<int32_t>(r->gen.tokens.size());
@@ -188,6 +234,15 @@ class EngineBackend final : public InferenceBackend {
                   {"superseded", static_cast<double>(s.superseded)}, {"replaced", static_cast<double>(s.replaced)}};
     b.cache_tiers.push_back(std::move(ram));
     if (tiers_->cold_enabled()) b.cache_tiers.push_back(SsdTierStats(tiers_->stats()));
+    std::vector<StatValue> kv = BudgetValues(budget_.stats());
+    if (runner_) {
+      b.batch_values = BatchValues(runner_->stats());
+      b.batch_values.insert(b.batch_values.end(), kv.begin(), kv.end());
+    } else {
+      b.engine_values.insert(b.engine_values.end(), kv.begin(), kv.end());  // serial: no batch section
+    }
+    MutexLock lock(&lanes_mu_);
+    b.lanes = lanes_;
     return b;
   }
 
@@ -271,12 +326,132 @@ class EngineBackend final : public InferenceBackend {
     return ssd;
   }
 
+  static std::vector<StatValue> BatchValues(const BatchRunnerStats& s) {
+    auto gauge = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), false}; };
+    auto counter = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), true}; };
+    const double steps = static_cast<double>(s.steps);
+    return {gauge("max_seqs", s.max_seqs), gauge("running", s.running), gauge("prefilling", s.prefilling),
+            gauge("decoding", s.decoding), gauge("waiting", s.waiting), counter("steps", s.steps),
+            counter("step_rows", s.step_rows), counter("decode_rows", s.decode_rows),
+            counter("prompt_rows", s.prompt_rows),
+            gauge("tokens_per_step", steps > 0 ? static_cast<double>(s.step_rows) / steps : 0.0),
+            counter("step_seconds", s.step_seconds), gauge("last_step_ms", s.last_step_ms),
+            gauge("occupancy", steps > 0 && s.max_seqs > 0
+                                   ? static_cast<double>(s.occupancy_sum) / steps / s.max_seqs : 0.0),
+            counter("shared_tokens", s.shared_tokens), counter("completed", s.completed),
+            counter("failed", s.failed), counter("cancelled", s.cancelled)};
+  }
+
+  static std::vector<StatValue> BudgetValues(const KvBudgetStats& s) {
+    auto gauge = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), false}; };
+    auto counter = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), true}; };
+    return {gauge("kv_budget_bytes", s.budget_bytes), gauge("kv_reserved_bytes", s.reserved_bytes),
+            gauge("kv_cache_bytes", s.cache_bytes), gauge("kv_reservations", s.live),
+            counter("kv_admitted", s.admitted), counter("kv_deferred", s.deferred),
+            counter("kv_cache_shrinks", s.shrinks)};
+  }
+
+  void NoteLane(int32_t lane, const SessionResult& r) {
+    if (lane < 0 || lane >= static_cast<int32_t>(lanes_.size())) return;
+    MutexLock lock(&lanes_mu_);
+    LaneStats& l = lanes_[static_cast<size_t>(lane)];
+    ++l.requests;
+    if (r.cached_tokens > 0) ++l.cache_hits;
+    l.prompt_tokens += static_cast<uint64_t>(r.prompt_tokens);
+    l.cached_tokens += static_cast<uint64_t>(r.cached_tokens);
+  }
+
+  friend class BudgetAdmission;
+  KvBudget::Reservation* ReservationFor(const GenerationRequest& req) EXCLUDES(admissions_mu_) {
+    MutexLock lock(&admissions_mu_);
+    auto it = admissions_.find(&req);
+    return it == admissions_.end() ? nullptr : it->second;
+  }
+  void Register(const GenerationRequest* req, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
+    MutexLock lock(&admissions_mu_);
+    admissions_[req] = r;
+  }
+  void Forget(const GenerationRequest* req, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
+    MutexLock lock(&admissions_mu_);
+    auto it = admissions_.find(req);
+    if (it != admissions_.end() && it->second == r) admissions_.erase(it);
+  }
+
+  // Destruction order matters: the sessions and the runner go before the budget, cache and engine.
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<TieredCache> tiers_;
   std::string id_;
   double flush_timeout_s_;
+  const int parallel_;
+  KvBudget budget_;
   CachedSession session_;
+  mutable Mutex lanes_mu_;
+  std::vector<LaneStats> lanes_ GUARDED_BY(lanes_mu_);
+  Mutex admissions_mu_;
+  std::unordered_map<const GenerationRequest*, KvBudget::Reservation*> admissions_ GUARDED_BY(admissions_mu_);
+  std::unique_ptr<BatchRunner> runner_;
+  std::unique_ptr<BatchedSession> batched_;
 };
+
+class BudgetAdmission final : public Admission {
+ public:
+  BudgetAdmission(EngineBackend* owner, const GenerationRequest* req, std::unique_ptr<KvBudget::Reservation> r)
+      : owner_(owner), req_(req), reservation_(std::move(r)) {
+    owner_->Register(req_, reservation_.get());
+  }
+  ~BudgetAdmission() override { owner_->Forget(req_, reservation_.get()); }
+
+ private:
+  EngineBackend* const owner_;
+  const GenerationRequest* const req_;
+  std::unique_ptr<KvBudget::Reservation> reservation_;
+};
+
+std::unique_ptr<Admission> EngineBackend::TryAdmit(const GenerationRequest& req) {
+  std::unique_ptr<KvBudget::Reservation> r = budget_.TryReserve(static_cast<int64_t>(req.prompt.size()), req.max_tokens);
+  if (!r) return nullptr;  // wait: a running generation must end first
+  return std::make_unique<BudgetAdmission>(this, &req, std::move(r));
+}
+
+// --parallel, --step-tokens and --kv-budget checked against the loaded engine, with the default budget
+// filled in; prints the "ember: ..." lines that say what is in effect.
+StatusOr<BatchConfig> BatchConfigFor(const ServeOptions& o, const Engine& engine) {
+  BatchConfig c;
+  if (o.parallel < 1 || o.parallel > kMaxParallel) {
+    return InvalidArgument("--parallel " + std::to_string(o.parallel) + ": must be 1 (serial) to " +
+                           std::to_string(kMaxParallel));
+  }
+  const int64_t ubatch = engine.options().ubatch;
+  if (o.step_tokens < kMinStepTokens || o.step_tokens > ubatch) {
+    return InvalidArgument("--step-tokens " + std::to_string(o.step_tokens) + ": must be " +
+                           std::to_string(kMinStepTokens) + " to " + std::to_string(ubatch) +
+                           " (the engine's ubatch: rows one forward pass holds)");
+  }
+  c.parallel = o.parallel;
+  c.step_tokens = o.step_tokens;
+  const uint64_t weights = engine.model().gguf().file_size();
+  std::string how = "--kv-budget";
+  if (o.kv_budget.empty()) {
+    c.kv_budget_bytes = DefaultKvBudgetBytes(weights, &how);
+  } else {
+    EMBER_ASSIGN_OR_RETURN(size_t b, ParseByteSize(o.kv_budget));
+    if (b == 0) return InvalidArgument("--kv-budget " + o.kv_budget + ": the KV budget must be above 0 (omit it for "
+                                       "the default, derived from free RAM)");
+    c.kv_budget_bytes = b;
+  }
+  const uint64_t per_pos = KvBytesPerPosition(engine.kv_config());
+  std::fprintf(stderr, "ember: KV budget %s (%s): %llu positions at %llu bytes each, prompt cache included\n",
+               FormatBytes(c.kv_budget_bytes).c_str(), how.c_str(),
+               static_cast<unsigned long long>(per_pos > 0 ? c.kv_budget_bytes / per_pos : 0),
+               static_cast<unsigned long long>(per_pos));
+  if (c.parallel == 1) {
+    std::fprintf(stderr, "ember: parallel 1: one generation at a time (serial path)\n");
+  } else {
+    std::fprintf(stderr, "ember: parallel %d sequences per step, step tokens %lld\n", c.parallel,
+                 static_cast<long long>(c.step_tokens));
+  }
+  return c;
+}
 
 }  // namespace
 
@@ -287,12 +462,16 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
     return eo;
   }()));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
+  EMBER_ASSIGN_OR_RETURN(BatchConfig batch, BatchConfigFor(options, *engine));
   size_t cache_bytes = DefaultPromptCacheBytes();
   if (!options.prompt_cache_bytes.empty()) {
     EMBER_ASSIGN_OR_RETURN(cache_bytes, ParseByteSize(options.prompt_cache_bytes));
   }
+  // Cache residency counts against the KV budget: a cap above it could never be used.
+  const bool clamped = cache_bytes > batch.kv_budget_bytes;
+  if (clamped) cache_bytes = batch.kv_budget_bytes;
   std::fprintf(stderr, "ember: prompt cache %s in RAM%s\n", FormatBytes(cache_bytes).c_str(),
-               cache_bytes == 0 ? " (off)" : "");
+               cache_bytes == 0 ? " (off)" : clamped ? " (clamped to the KV budget)" : "");
   TieredCacheOptions to;
   to.ram_bytes = cache_bytes;
   // An unusable cache directory (another user's, writable by others, in use by another server of this
@@ -350,7 +529,7 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   std::string id = options.model_alias.empty() ? std::filesystem::path(options.model_path).stem().string()
                                                : options.model_alias;
   return std::unique_ptr<InferenceBackend>(
-      new EngineBackend(std::move(engine), std::move(tiers), std::move(id), options.ssd_flush_timeout_s));
+      new EngineBackend(std::move(engine), std::move(tiers), std::move(id), options.ssd_flush_timeout_s, batch));
 }
 
 }  // namespace ember::server

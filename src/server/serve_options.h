@@ -40,7 +40,16 @@ struct ServeOptions {
   double ssd_demote_idle_s = 300;          // idle seconds before a RAM entry moves to SSD (0 = never)
   bool ssd_cache_verify = true;            // verify tensor checksums on restore
   double ssd_flush_timeout_s = 60;         // bound of a cache flush (POST /admin/cache/flush, shutdown)
+  // Continuous batching (docs/server.md "Continuous batching"): sequences advancing together (1 = the
+  // serial path), prompt rows per step beside the decode rows, and the KV budget ("8G"; empty: 75 % of
+  // free RAM less the weights, printed at start).
+  int parallel = 4;
+  int64_t step_tokens = 256;
+  std::string kv_budget;
 };
+
+inline constexpr int kMaxParallel = 64;
+inline constexpr int64_t kMinStepTokens = 16;
 
 // Workers spare beyond the generations the queue admits (running + waiting): /health, /metrics, the
 // requests that get a 429, idle keep-alive connections.

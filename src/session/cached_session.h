@@ -23,37 +23,13 @@
 #include <vector>
 
 #include "cache/prompt_cache.h"
-#include "tiered/tiered_cache.h"
 #include "engine/engine.h"
+#include "session/session_cache.h"
+#include "session/session_request.h"
+#include "tiered/tiered_cache.h"
 #include "util/env.h"
 
 namespace ember {
-
-struct SessionRequest {
-  std::vector<int32_t> prompt;    // templated and tokenized; not empty
-  std::string ns;                 // CacheNamespace::Key()
-  bool bypass_cache = false;      // tokens do not identify the content (image placeholders): no lookup, no insert
-  GenerateOptions generate;
-};
-
-struct SessionResult {
-  GenerateResult gen;             // the engine's result (generated tokens, stop reason, its own timings)
-  int64_t prompt_tokens = 0;
-  int64_t cached_tokens = 0;      // prompt positions adopted from the cache
-  int64_t prefilled_tokens = 0;   // prompt positions this request forwarded
-  bool snapshot_stored = false;   // a prompt-boundary entry at L - 1 was inserted
-  double ttft_s = 0;              // request start (before the lookup) -> first token sampled
-  uint64_t cow_bytes_copied = 0;  // bytes of adopted blocks that extending the view copied
-  int64_t entry_tokens = 0;       // length of the entry put back (0: none)
-  std::string tier = "none";      // where cached_tokens came from: "ram", "ssd" or "none"
-  std::string cold_decision;      // the cold tier's choice (ColdLookup::decision); "" without a cold tier
-  double restore_ms = 0;          // time to restore from SSD (0: no restore)
-};
-
-struct CachedSessionOptions {
-  int64_t snapshot_min_tokens = 256;
-  Env* env = nullptr;             // clock for ttft and the prefill rate; null: Env::Default()
-};
 
 class CachedSession {
  public:
@@ -80,12 +56,9 @@ class CachedSession {
 
  private:
   double Now() const;
-  Status InsertEntry(std::vector<int32_t> tokens, std::unique_ptr<EntryState> state, const std::string& ns);
-  bool caching(const SessionRequest& req) const { return cache_ != nullptr && cache_->enabled() && !req.bypass_cache; }
 
   Engine& engine_;
-  PromptCache* cache_;
-  TieredCache* tiers_ = nullptr;
+  SessionCache cache_;
   CachedSessionOptions opts_;
 };
 

@@ -261,6 +261,28 @@ void TieredCache::Tick() {
   }
 }
 
+Status TieredCache::WriteNow(const std::shared_ptr<const CacheEntry>& victim) {
+  {
+    MutexLock lock(&store_mu_);
+    if (store_->Contains(victim->ns, victim->tokens)) return Status::Ok();
+  }
+  auto result = std::make_shared<Status>();
+  WriteJob job;
+  job.kind = "relief";
+  job.urgent = true;
+  job.run = [this, victim] { return Persist(*victim); };
+  job.done = [result](const Status& st) { *result = st; };
+  const uint64_t ticket = queue_->Push(std::move(job));
+  queue_->WaitFor(ticket);
+  MutexLock lock(&mu_);
+  if (!result->ok()) {
+    ++st_.relief_failures;
+    return *result;
+  }
+  ++st_.relief_writes;
+  return Status::Ok();
+}
+
 Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
   if (!store_ || !opts_.relieve_pressure || !ram_->enabled()) return Status::Ok();
   std::set<const CacheEntry*> tried;  // an entry whose removal freed nothing shared is not retried
@@ -276,30 +298,32 @@ Status TieredCache::RelieveFor(uint64_t incoming_bytes) {
     }
     if (!victim) return Status::Ok();  // nothing left to free
     tried.insert(victim.get());
-    bool durable;
-    {
-      MutexLock lock(&store_mu_);
-      durable = store_->Contains(victim->ns, victim->tokens);
-    }
-    if (!durable) {
-      auto result = std::make_shared<Status>();
-      WriteJob job;
-      job.kind = "relief";
-      job.urgent = true;
-      job.run = [this, victim] { return Persist(*victim); };
-      job.done = [result](const Status& st) { *result = st; };
-      const uint64_t ticket = queue_->Push(std::move(job));
-      queue_->WaitFor(ticket);
-      MutexLock lock(&mu_);
-      if (!result->ok()) {
-        ++st_.relief_failures;
-        return *result;  // the entry stays resident; relief stops
-      }
-      ++st_.relief_writes;
-    }
+    EMBER_RETURN_IF_ERROR(WriteNow(victim));  // the entry stays resident; relief stops
     if (ram_->Remove(victim.get())) {
       MutexLock lock(&mu_);
       ++st_.relief_freed;
+    }
+  }
+}
+
+uint64_t TieredCache::ShrinkTo(uint64_t target_bytes) {
+  std::set<const CacheEntry*> tried;
+  for (;;) {
+    const uint64_t bytes = ram_->stats().bytes;
+    if (bytes <= target_bytes) return bytes;
+    std::shared_ptr<const CacheEntry> victim;
+    for (const auto& e : ram_->EntriesByRecency()) {
+      if (!tried.count(e.get())) {
+        victim = e;
+        break;
+      }
+    }
+    if (!victim) return bytes;
+    tried.insert(victim.get());
+    if (store_) (void)WriteNow(victim);  // a failed write is counted; the entry goes anyway
+    if (ram_->Remove(victim.get())) {
+      MutexLock lock(&mu_);
+      ++st_.shrink_freed;
     }
   }
 }

@@ -90,6 +90,7 @@ struct TieredStats {
   uint64_t spills_queued = 0, write_behind_queued = 0, already_durable = 0;
   uint64_t demotions = 0;
   uint64_t relief_writes = 0, relief_freed = 0, relief_failures = 0;
+  uint64_t shrink_freed = 0;       // entries ShrinkTo removed (the KV budget's demotions/evictions)
   double last_flush_unix_s = 0;    // wall time of the last flush that made everything durable (0: never)
   double read_bytes_per_s = 0;     // measured by restores (0: not yet)
   double prefill_tokens_per_s = 0; // measured by requests (0: not yet)
@@ -128,6 +129,12 @@ class TieredCache {
       EXCLUDES(mu_, store_mu_);
   // Frees RAM (writing first what is not on disk) until `incoming_bytes` more fit under the RAM cap.
   Status RelieveFor(uint64_t incoming_bytes) EXCLUDES(mu_, store_mu_);
+  // The KV budget's demand (session/kv_budget.h): frees least-recently-used RAM entries until the RAM
+  // tier holds at most target_bytes. With the cold tier each is written first unless already durable
+  // (demotion); a failed write does not keep it (memory outranks a future hit; counted as a relief
+  // failure). Without the cold tier they are evicted. Returns the RAM tier's bytes afterwards (it may
+  // stay above target only if nothing is left to free).
+  uint64_t ShrinkTo(uint64_t target_bytes) EXCLUDES(mu_, store_mu_);
   // A request forwarded `tokens` prompt tokens in `seconds` (prefill rate for restore-or-recompute).
   void NotePrefill(int64_t tokens, double seconds) EXCLUDES(mu_);
   // Queues pending write-behinds and waits until every queued write is durable. FailedPrecondition if
@@ -153,6 +160,8 @@ class TieredCache {
   // Moves due (or, with all, every) pending write-behinds to the queue.
   void QueueWriteBehinds(bool all) EXCLUDES(mu_, store_mu_);
   void Maintain() EXCLUDES(maint_mu_);
+  // Writes victim to the store unless already durable (an urgent job; waits for it).
+  Status WriteNow(const std::shared_ptr<const CacheEntry>& victim) EXCLUDES(mu_, store_mu_);
 
   struct Pending {
     std::vector<int32_t> tokens;

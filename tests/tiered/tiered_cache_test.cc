@@ -204,6 +204,28 @@ TEST_F(TieredCacheTest, PressureReliefWritesAndFreesLruEntriesUntilThePrefillFit
   EXPECT_EQ(t->stats().relief_failures, 1u);
 }
 
+// The KV budget's demand: LRU entries leave RAM until it holds at most the target, written to SSD
+// first (a demotion); a failed write does not keep an entry resident (memory outranks a future hit).
+TEST_F(TieredCacheTest, ShrinkToDemotesLruEntriesUntilRamHoldsAtMostTheTarget) {
+  const size_t e = EntryBytes(8);
+  auto t = Open(4 * e);
+  ASSERT_TRUE(t->Insert(Tokens(8, 100), State(8, 1), "").ok());
+  ASSERT_TRUE(t->Insert(Tokens(8, 300), State(8, 2), "").ok());
+  ASSERT_TRUE(t->Insert(Tokens(8, 500), State(8, 3), "").ok());
+  EXPECT_EQ(t->ShrinkTo(2 * e), 2 * e);
+  EXPECT_EQ(t->ram().stats().entries, 2u);
+  EXPECT_EQ(t->ram().FindExact(Tokens(8, 100), ""), nullptr);  // the least recently used went
+  EXPECT_EQ(t->stats().shrink_freed, 1u);
+  EXPECT_EQ(t->stats().relief_writes, 1u);
+  EXPECT_EQ(EntryFiles(), 1u);  // durable before it left RAM
+  EXPECT_EQ(t->LookupCold(Tokens(9, 100), "", 0).decision, "restore");
+  env_.set_write_budget(0);
+  EXPECT_EQ(t->ShrinkTo(0), 0u);
+  EXPECT_EQ(t->ram().stats().entries, 0u);
+  EXPECT_EQ(t->stats().relief_failures, 2u);
+  EXPECT_EQ(t->stats().shrink_freed, 3u);
+}
+
 TEST_F(TieredCacheTest, DiskFullIsCountedAndEverythingElseKeepsWorking) {
   auto t = Open();
   env_.set_write_budget(0);
@@ -293,6 +315,10 @@ TEST_F(TieredCacheTest, WithoutAColdTierItIsThePlainRamCache) {
   EXPECT_TRUE((*t)->Flush().ok());
   EXPECT_TRUE((*t)->RelieveFor(1ull << 40).ok());
   EXPECT_EQ((*t)->ram().stats().entries, 1u);  // no cold tier: relief never drops data
+  // The KV budget's shrink does: without a cold tier it evicts.
+  EXPECT_EQ((*t)->ShrinkTo(0), 0u);
+  EXPECT_EQ((*t)->ram().stats().entries, 0u);
+  EXPECT_EQ((*t)->stats().shrink_freed, 1u);
   EXPECT_TRUE(env_.AllFiles().empty());
 }
 

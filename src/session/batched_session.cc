@@ -1,0 +1,85 @@
+#include "session/batched_session.h"
+
+#include <algorithm>
+
+#include "cache/kv_entry_state.h"
+
+namespace ember {
+
+BatchedSession::BatchedSession(Engine& engine, BatchRunner& runner, PromptCache* cache, CachedSessionOptions options)
+    : engine_(engine), runner_(runner), cache_(cache, nullptr), opts_(std::move(options)) {}
+
+BatchedSession::BatchedSession(Engine& engine, BatchRunner& runner, TieredCache* tiers, CachedSessionOptions options)
+    : engine_(engine), runner_(runner), cache_(tiers != nullptr ? &tiers->ram() : nullptr, tiers),
+      opts_(std::move(options)) {}
+
+double BatchedSession::Now() const {
+  Env* env = opts_.env != nullptr ? opts_.env : Env::Default();
+  return static_cast<double>(env->MonotonicMicros()) / 1e6;
+}
+
+StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, const TokenCallback& on_token) {
+  if (req.prompt.empty()) return InvalidArgument("batched session: empty prompt");
+  const double t0 = Now();
+  WriteQueue::Foreground foreground;  // the cold tier's writer yields while this request generates
+  if (cache_.tiers() != nullptr) foreground = cache_.tiers()->ForegroundScope();
+  const std::span<const int32_t> prompt(req.prompt);
+  const int64_t L = static_cast<int64_t>(prompt.size());
+  const bool caching = cache_.caching(req);
+  SessionResult r;
+  // Step 1, on this thread: lookup, restore (disk), adopt, relief (disk).
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Sequence> seq, engine_.NewSequence());
+  EMBER_ASSIGN_OR_RETURN(const int64_t p, cache_.Adopt(req, *seq, &r));
+  if (req.on_lookup) req.on_lookup(p);
+  if (caching) cache_.Relieve(seq->kv().config(), L - p + std::max<int64_t>(req.generate.max_tokens, 0));
+  const uint64_t cow_before = seq->kv().cow_bytes_copied();
+
+  BatchJob job;
+  job.seq = seq.get();
+  job.prompt = prompt;
+  job.options = req.generate;
+  // Bypassed tokens do not identify their content (image placeholders): equal ids are no shared prefix.
+  if (!req.bypass_cache) job.share_key = req.ns;
+  // Step 2's snapshot, on the step thread, between the last prompt position and the first sample.
+  Status snapshot_status;
+  if (caching && L - p >= opts_.snapshot_min_tokens) {
+    job.on_prompt_done = [&](const Sequence& s) {
+      // A window layer that already released what L - 1 needs cannot be viewed there: no snapshot.
+      if (s.n_pos() != L || !s.kv().CanTrimTo(L - 1)) return;
+      StatusOr<std::unique_ptr<EntryState>> snap = SnapshotKv(s.kv(), L - 1);
+      snapshot_status = snap.ok() ? cache_.Insert({prompt.begin(), prompt.end() - 1}, std::move(snap).value(), req.ns)
+                                  : snap.status();
+      r.snapshot_stored = snapshot_status.ok();
+    };
+  }
+  bool first = true;
+  job.on_token = [&](int32_t tok) {
+    if (first) {
+      r.ttft_s = Now() - t0;
+      first = false;
+    }
+    return on_token ? on_token(tok) : true;
+  };
+  // Run returns after the step thread's last use of the callbacks: what they wrote is visible here.
+  EMBER_ASSIGN_OR_RETURN(BatchJobResult br, runner_.Run(std::move(job)));
+  EMBER_RETURN_IF_ERROR(snapshot_status);
+
+  // Step 3, on this thread.
+  r.gen = std::move(br.gen);
+  r.queued_s = br.queued_s;
+  r.shared_tokens = br.shared_tokens;
+  r.cached_tokens = p + br.shared_tokens;
+  if (p == 0 && br.shared_tokens > 0) r.tier = "ram";  // another lane's KV, in RAM
+  r.prefilled_tokens = r.gen.prompt_tokens;
+  cache_.NotePrefill(r.gen.prompt_tokens, r.gen.prefill_s);
+  // Adopting an in-flight prefix replaces the state (and restarts its counter) before anything is copied.
+  const uint64_t cow_after = seq->kv().cow_bytes_copied();
+  r.cow_bytes_copied = cow_after >= cow_before ? cow_after - cow_before : cow_after;
+  if (caching) {
+    cache_.NoteCopiedBytes(r.cow_bytes_copied);
+    EMBER_ASSIGN_OR_RETURN(r.entry_tokens, cache_.PutBack(*seq, req.ns));
+  }
+  return r;
+}
+
+}  // namespace ember

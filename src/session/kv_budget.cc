@@ -1,0 +1,138 @@
+#include "session/kv_budget.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "cache/cache_options.h"
+
+namespace ember {
+
+KvBudget::Reservation::~Reservation() { budget_->Release(this); }
+
+uint64_t KvBudget::Reservation::bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+void KvBudget::Reservation::NoteCached(int64_t cached_tokens) {
+  const uint64_t b = budget_->ReservationBytes(prompt_tokens_, cached_tokens, max_tokens_);
+  if (b < bytes()) budget_->Resize(this, b);
+}
+
+KvBudget::KvBudget(KvBudgetOptions options, TieredCache* tiers) : opts_(options), tiers_(tiers) {
+  MutexLock lock(&mu_);
+  st_.budget_bytes = opts_.budget_bytes;
+}
+
+uint64_t KvBudget::ReservationBytes(int64_t prompt_tokens, int64_t cached_tokens, int64_t max_tokens) const {
+  const int64_t positions = std::max<int64_t>(prompt_tokens - cached_tokens, 0) + std::max<int64_t>(max_tokens, 0) +
+                            std::max<int64_t>(opts_.block_positions, 0);
+  // Clamped: a request CheckAdmissible lets through always fits once it runs alone.
+  return std::min(static_cast<uint64_t>(positions) * opts_.bytes_per_position, opts_.budget_bytes);
+}
+
+Status KvBudget::CheckAdmissible(int64_t prompt_tokens, int64_t max_tokens) const {
+  const int64_t positions = std::max<int64_t>(prompt_tokens, 0) + std::max<int64_t>(max_tokens, 0);
+  const uint64_t bytes = static_cast<uint64_t>(positions) * opts_.bytes_per_position;
+  if (bytes <= opts_.budget_bytes) return Status::Ok();
+  return InvalidArgument("the request needs " + std::to_string(positions) + " KV positions (" +
+                         std::to_string(prompt_tokens) + " prompt + " + std::to_string(max_tokens) +
+                         " max_tokens) = " + std::to_string(bytes) + " bytes (" + FormatBytes(bytes) +
+                         "), more than the server's whole KV budget of " + std::to_string(opts_.budget_bytes) +
+                         " bytes (" + FormatBytes(opts_.budget_bytes) + ", --kv-budget); lower max_tokens or "
+                         "shorten the prompt");
+}
+
+uint64_t KvBudget::CacheBytes() const { return tiers_ != nullptr ? tiers_->ram().stats().bytes : 0; }
+
+std::unique_ptr<KvBudget::Reservation> KvBudget::TryReserve(int64_t prompt_tokens, int64_t max_tokens) {
+  const uint64_t need = ReservationBytes(prompt_tokens, 0, max_tokens);
+  for (int attempt = 0;; ++attempt) {
+    uint64_t room;  // what the cache may keep beside the live reservations and this one
+    {
+      MutexLock lock(&mu_);
+      if (reserved_ + need > opts_.budget_bytes) {
+        ++st_.deferred;  // even an empty cache would not make room: wait for a sequence to end
+        return nullptr;
+      }
+      room = opts_.budget_bytes - reserved_ - need;
+      if (CacheBytes() <= room || attempt == 1) {
+        if (CacheBytes() > room) {
+          ++st_.deferred;  // the shrink could not free enough (entries other holders keep alive)
+          return nullptr;
+        }
+        reserved_ += need;
+        ++st_.live;
+        ++st_.admitted;
+        return std::unique_ptr<Reservation>(new Reservation(this, prompt_tokens, max_tokens, need));
+      }
+      ++st_.shrinks;
+    }
+    // Unlocked: a demotion writes to disk; releases may run meanwhile (the check is repeated).
+    if (tiers_ != nullptr) tiers_->ShrinkTo(room);
+  }
+}
+
+void KvBudget::Release(Reservation* r) {
+  MutexLock lock(&mu_);
+  reserved_ -= r->bytes_.load(std::memory_order_relaxed);
+  --st_.live;
+}
+
+void KvBudget::Resize(Reservation* r, uint64_t bytes) {
+  MutexLock lock(&mu_);
+  reserved_ = reserved_ - r->bytes_.load(std::memory_order_relaxed) + bytes;
+  r->bytes_.store(bytes, std::memory_order_relaxed);
+}
+
+KvBudgetStats KvBudget::stats() const {
+  KvBudgetStats s;
+  {
+    MutexLock lock(&mu_);
+    s = st_;
+    s.reserved_bytes = reserved_;
+  }
+  s.cache_bytes = CacheBytes();
+  return s;
+}
+
+std::optional<uint64_t> ParseMemAvailable(std::string_view meminfo) {
+  std::istringstream in{std::string(meminfo)};
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("MemAvailable:")) continue;
+    std::istringstream f(line.substr(13));
+    uint64_t kb = 0;
+    std::string unit;
+    if (!(f >> kb >> unit) || unit != "kB") return std::nullopt;
+    return kb * 1024;
+  }
+  return std::nullopt;
+}
+
+uint64_t DefaultKvBudgetBytes(uint64_t resident_bytes, std::string* how) {
+  // A machine fact under /proc: read directly (docs/conventions.md "Files go through the Env").
+  std::optional<uint64_t> avail;
+  {
+    std::ifstream f("/proc/meminfo");
+    std::stringstream text;
+    if (f) {
+      text << f.rdbuf();
+      avail = ParseMemAvailable(text.str());
+    }
+  }
+  std::string source = "MemAvailable";
+  if (!avail) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    avail = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{4} << 30;
+    source = "physical RAM";
+  }
+  const uint64_t left = *avail > resident_bytes ? *avail - resident_bytes : 0;
+  const uint64_t budget = std::max<uint64_t>(left / 4 * 3, uint64_t{64} << 20);
+  if (how != nullptr) {
+    *how = "75% of " + source + " " + FormatBytes(*avail) + " less the weights " + FormatBytes(resident_bytes);
+  }
+  return budget;
+}
+
+}  // namespace ember
