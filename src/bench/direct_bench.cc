@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bench/stats.h"
+#include "engine/batch_runner.h"
 #include "engine/engine.h"
 #include "util/stopwatch.h"
 
@@ -42,6 +43,41 @@ StatusOr<RepResult> RunOnce(Engine& e, const std::vector<int32_t>& prompt, int64
   r.tg_tok_s = tg > 0 ? static_cast<double>(tg) / Secs(t0) : 0;
   *tg_ops = seq->op_times();
   return r;
+}
+
+// N sequences with their own prompts (prefilled before the clock starts, all but the last token) decode
+// `tg` greedy tokens each through one BatchRunner: aggregate decode tok/s.
+StatusOr<double> BatchDecodeOnce(Engine& e, const std::vector<int32_t>& prompt, int64_t tg, int n) {
+  BatchRunnerOptions ro;
+  ro.max_seqs = n;
+  BatchRunner runner(e, ro);
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(n), prompt);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < n; ++i) {
+    prompts[static_cast<size_t>(i)][0] = static_cast<int32_t>(i + 1);  // distinct sequences
+    EMBER_ASSIGN_OR_RETURN(auto seq, e.NewSequence());
+    const auto& p = prompts[static_cast<size_t>(i)];
+    if (p.size() > 1) EMBER_RETURN_IF_ERROR(e.Prefill(*seq, std::span<const int32_t>(p).first(p.size() - 1)).status());
+    seqs.push_back(std::move(seq));
+  }
+  std::vector<Status> status(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  const Stopwatch t0;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      BatchJob job;
+      job.seq = seqs[static_cast<size_t>(i)].get();
+      job.prompt = prompts[static_cast<size_t>(i)];
+      job.options.max_tokens = tg + 1;  // the first token comes from the prompt's last position
+      job.options.sampling.temperature = 0;
+      job.options.stop_at_eog = false;
+      status[static_cast<size_t>(i)] = runner.Run(std::move(job)).status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double s = Secs(t0);
+  for (const Status& st : status) EMBER_RETURN_IF_ERROR(st);
+  return static_cast<double>(n) * static_cast<double>(tg) / s;
 }
 
 json OpsJson(const OpTimes& o) {
@@ -150,6 +186,29 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a) {
     }
     j["peer"] = {{"runs", peer_runs}, {"best_prefill_tok_s", best_pp}, {"best_decode_tok_s", best_tg}};
     j["ratios"] = {{"prefill", best_pp > 0 ? pp / best_pp : 0}, {"decode", best_tg > 0 ? tg / best_tg : 0}};
+  }
+  if (!a.parallel.empty()) {
+    const int64_t tg_b = std::max<int64_t>(a.tg, 1);
+    std::vector<std::vector<double>> runs(a.parallel.size());
+    for (size_t k = 0; k < a.parallel.size(); ++k) {  // warm-up of each level
+      if (a.parallel[k] < 1 || a.parallel[k] > 64) return InvalidArgument("--parallel levels must be in 1..64");
+      EMBER_RETURN_IF_ERROR(BatchDecodeOnce(*engine, prompt, std::min<int64_t>(tg_b, 8), a.parallel[k]).status());
+    }
+    for (int rep = 0; rep < a.reps; ++rep) {  // levels interleaved within each rep
+      for (size_t k = 0; k < a.parallel.size(); ++k) {
+        EMBER_ASSIGN_OR_RETURN(double r, BatchDecodeOnce(*engine, prompt, tg_b, a.parallel[k]));
+        runs[k].push_back(r);
+      }
+    }
+    json levels = json::array();
+    double one = 0;
+    for (size_t k = 0; k < a.parallel.size(); ++k) {
+      const double m = Median(runs[k]);
+      if (a.parallel[k] == 1) one = m;
+      levels.push_back({{"sequences", a.parallel[k]}, {"tok_s", m}, {"runs", runs[k]}});
+    }
+    for (json& l : levels) l["ratio_to_one"] = one > 0 ? l["tok_s"].get<double>() / one : 0.0;
+    j["batch_decode"] = levels;
   }
   return j;
 }

@@ -23,12 +23,16 @@ struct DirectBenchConfig {
   std::string tokens_file;        // JSON array of prompt ids (overrides pp); the peer gets the same ids
   bool vs_llamacpp = false;
   PeerCommand peer;
+  // Batched decode (engine/batch_runner.h): for each N, N sequences each holding its own pp-token
+  // prompt decode tg tokens together; aggregate tok/s = N * tg / wall time (median of reps).
+  std::vector<int> parallel;
 };
 
 // The measurement as the one JSON object `ember bench --json` prints: model, threads, pp_tokens,
 // tg_tokens, kv, reps, prefill_tok_s / decode_tok_s (medians) and their runs, peak_rss_bytes,
 // weight_bytes, bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with
-// vs_llamacpp also peer.{runs,best_prefill_tok_s,best_decode_tok_s} and ratios.{prefill,decode}.
+// vs_llamacpp also peer.{runs,best_prefill_tok_s,best_decode_tok_s} and ratios.{prefill,decode}; with
+// parallel, batch_decode: [{sequences, tok_s, runs, ratio_to_one}].
 StatusOr<nlohmann::json> RunDirectBench(const DirectBenchConfig& config);
 
 // The prompt ids of --tokens-file: a JSON array of integers in [0, n_vocab).

@@ -27,6 +27,7 @@ struct Args {
   bool json = false, vs_llamacpp = false, cache = false, served = false;
   int turns = 10;
   std::string tokens_file;  // JSON array of prompt ids (overrides --pp)
+  std::vector<int> parallel;  // batched decode levels
 };
 
 Status Run(const Args& a) {
@@ -40,6 +41,7 @@ Status Run(const Args& a) {
   c.threads = a.threads;
   c.tokens_file = a.tokens_file;
   c.vs_llamacpp = a.vs_llamacpp;
+  c.parallel = a.parallel;
   c.peer.runner_mjs = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/runner.mjs";
   EMBER_ASSIGN_OR_RETURN(const json j, bench::RunDirectBench(c));
   if (a.json) {
@@ -64,6 +66,12 @@ Status Run(const Args& a) {
     std::printf("llama.cpp best: pp %.1f tok/s, tg %.1f tok/s  ->  ember/peer: pp %.2fx, tg %.2fx\n",
                 j["peer"]["best_prefill_tok_s"].get<double>(), j["peer"]["best_decode_tok_s"].get<double>(),
                 j["ratios"]["prefill"].get<double>(), j["ratios"]["decode"].get<double>());
+  }
+  if (j.contains("batch_decode")) {
+    for (const json& l : j["batch_decode"]) {
+      std::printf("batched decode, %2d sequences: %.1f tok/s aggregate (%.2fx one sequence)\n", l["sequences"].get<int>(),
+                  l["tok_s"].get<double>(), l["ratio_to_one"].get<double>());
+    }
   }
   return Status::Ok();
 }
@@ -120,6 +128,10 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--threads", a->threads, "Threads (default: physical cores)");
   c->add_option("--ubatch", a->ubatch, "Prefill chunk size")->capture_default_str();
   c->add_option("--kv", a->kv, "KV cache type: f16 | f32")->capture_default_str();
+  c->add_option("--parallel", a->parallel,
+                 "Also measure batched decode: for each N (e.g. 1,2,4,8), N sequences decode --tg tokens together "
+                 "(continuous batching's step loop); aggregate tok/s")
+      ->delimiter(',');
   c->add_flag("--vs-llamacpp", a->vs_llamacpp, "Interleave llama.cpp peer runs (1 and 2 threads) and print ratios");
   c->add_flag("--cache", a->cache,
               "Instead: the scripted 10-turn conversation, TTFT per turn with the prompt cache on and off "
