@@ -39,7 +39,8 @@ StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, cons
   job.prompt = prompt;
   job.options = req.generate;
   // Bypassed tokens do not identify their content (image placeholders): equal ids are no shared prefix.
-  if (!req.bypass_cache) job.share_key = req.ns;
+  // The runner shares only under non-empty keys; "" is a namespace too (the default one).
+  if (!req.bypass_cache) job.share_key = "ns:" + req.ns;
   // Step 2's snapshot, on the step thread, between the last prompt position and the first sample.
   Status snapshot_status;
   if (caching && L - p >= opts_.snapshot_min_tokens) {
