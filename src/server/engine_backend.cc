@@ -99,9 +99,14 @@ SamplerParams ToSampler(const SamplingParams& s) {
   return p;
 }
 
-// What an admitted generation holds: its KV reservation, found again by Generate through the request's
-// address (the scheduler passes the same GenerationRequest to TryAdmit and Generate).
+// What an admitted generation holds: its KV reservation. Generate finds it again by the request's cancel
+// flag — one per job, the same in every copy of the request the scheduler makes (it sets `lane` on a
+// copy) — or, for a request without one, by its address.
 class BudgetAdmission;
+
+const void* AdmissionKey(const GenerationRequest& r) {
+  return r.cancel != nullptr ? static_cast<const void*>(r.cancel) : static_cast<const void*>(&r);
+}
 
 struct BatchConfig {
   int parallel = 1;
@@ -364,16 +369,16 @@ class EngineBackend final : public InferenceBackend {
   friend class BudgetAdmission;
   KvBudget::Reservation* ReservationFor(const GenerationRequest& req) EXCLUDES(admissions_mu_) {
     MutexLock lock(&admissions_mu_);
-    auto it = admissions_.find(&req);
+    auto it = admissions_.find(AdmissionKey(req));
     return it == admissions_.end() ? nullptr : it->second;
   }
-  void Register(const GenerationRequest* req, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
+  void Register(const void* key, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
     MutexLock lock(&admissions_mu_);
-    admissions_[req] = r;
+    admissions_[key] = r;
   }
-  void Forget(const GenerationRequest* req, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
+  void Forget(const void* key, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
     MutexLock lock(&admissions_mu_);
-    auto it = admissions_.find(req);
+    auto it = admissions_.find(key);
     if (it != admissions_.end() && it->second == r) admissions_.erase(it);
   }
 
@@ -388,29 +393,29 @@ class EngineBackend final : public InferenceBackend {
   mutable Mutex lanes_mu_;
   std::vector<LaneStats> lanes_ GUARDED_BY(lanes_mu_);
   Mutex admissions_mu_;
-  std::unordered_map<const GenerationRequest*, KvBudget::Reservation*> admissions_ GUARDED_BY(admissions_mu_);
+  std::unordered_map<const void*, KvBudget::Reservation*> admissions_ GUARDED_BY(admissions_mu_);  // AdmissionKey
   std::unique_ptr<BatchRunner> runner_;
   std::unique_ptr<BatchedSession> batched_;
 };
 
 class BudgetAdmission final : public Admission {
  public:
-  BudgetAdmission(EngineBackend* owner, const GenerationRequest* req, std::unique_ptr<KvBudget::Reservation> r)
-      : owner_(owner), req_(req), reservation_(std::move(r)) {
-    owner_->Register(req_, reservation_.get());
+  BudgetAdmission(EngineBackend* owner, const void* key, std::unique_ptr<KvBudget::Reservation> r)
+      : owner_(owner), key_(key), reservation_(std::move(r)) {
+    owner_->Register(key_, reservation_.get());
   }
-  ~BudgetAdmission() override { owner_->Forget(req_, reservation_.get()); }
+  ~BudgetAdmission() override { owner_->Forget(key_, reservation_.get()); }
 
  private:
   EngineBackend* const owner_;
-  const GenerationRequest* const req_;
+  const void* const key_;
   std::unique_ptr<KvBudget::Reservation> reservation_;
 };
 
 std::unique_ptr<Admission> EngineBackend::TryAdmit(const GenerationRequest& req) {
   std::unique_ptr<KvBudget::Reservation> r = budget_.TryReserve(static_cast<int64_t>(req.prompt.size()), req.max_tokens);
   if (!r) return nullptr;  // wait: a running generation must end first
-  return std::make_unique<BudgetAdmission>(this, &req, std::move(r));
+  return std::make_unique<BudgetAdmission>(this, AdmissionKey(req), std::move(r));
 }
 
 // --parallel, --step-tokens and --kv-budget checked against the loaded engine, with the default budget
