@@ -314,6 +314,7 @@ class EngineBackend final : public InferenceBackend {
                   counter("superseded", t.store.superseded),
                   counter("relief_writes", t.relief_writes),
                   counter("relief_freed", t.relief_freed),
+                  counter("shrink_freed", t.shrink_freed),
                   counter("corrupt_deleted", t.store.corrupt_deleted),
                   gauge("write_queue_bytes", t.queue.queued_bytes),
                   gauge("write_queue_jobs", t.queue.queued_jobs),
@@ -357,7 +358,7 @@ class EngineBackend final : public InferenceBackend {
   }
 
   void NoteLane(int32_t lane, const SessionResult& r) {
-    if (lane < 0 || lane >= static_cast<int32_t>(lanes_.size())) return;
+    if (lane < 0 || lane >= std::max(parallel_, 1)) return;  // lanes_ has max(parallel_, 1) entries
     MutexLock lock(&lanes_mu_);
     LaneStats& l = lanes_[static_cast<size_t>(lane)];
     ++l.requests;
