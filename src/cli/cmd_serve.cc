@@ -34,6 +34,8 @@ StatusOr<std::unique_ptr<server::InferenceBackend>> MakeBackend(const ServeOptio
     server::FakeBackend::Options f;
     f.token_delay_ms = o.fake_token_delay_ms;
     f.context_length = o.fake_context_length;
+    f.max_parallel = o.parallel;
+    f.kv_budget_tokens = o.fake_kv_budget_tokens;
     return std::unique_ptr<server::InferenceBackend>(std::make_unique<server::FakeBackend>(f));
   }
   if (o.model_path.empty()) return InvalidArgument("give a MODEL (GGUF file) or --fake");
@@ -62,10 +64,10 @@ int Serve(ServeOptions o, const std::string& key_file) {
     std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
     return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  if (server::HttpWorkerThreads(o) <= static_cast<int>(o.max_queue) + 1) {
+  if (server::HttpWorkerThreads(o) <= static_cast<int>(server::MaxAdmittedGenerations(o))) {
     std::fprintf(stderr,
-                 "ember serve: warning: --http-threads %d <= --max-queue + 1: queued generations can hold every "
-                 "worker, so the 429 cannot fire and /health waits behind them\n",
+                 "ember serve: warning: --http-threads %d <= --max-queue + --parallel: running and queued "
+                 "generations can hold every worker, so the 429 cannot fire and /health waits behind them\n",
                  server::HttpWorkerThreads(o));
   }
   server::HttpServer http(o, backend->get());
@@ -138,8 +140,8 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--threads", o->threads, "Engine compute threads (0 = physical cores)")
       ->capture_default_str()->check(CLI::Range(0, 1024))->envname("EMBER_THREADS");
   cmd->add_option("--http-threads", o->http_threads,
-                  "Connection worker threads; each open connection holds one (0 = --max-queue + 65: the "
-                  "running and queued generations, and 64 spare for /health, 429s and idle connections)")
+                  "Connection worker threads; each open connection holds one (0 = --max-queue + --parallel + 64: "
+                  "the running and queued generations, and 64 spare for /health, 429s and idle connections)")
       ->capture_default_str()->check(CLI::Range(0, 4096))->envname("EMBER_HTTP_THREADS");
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s, "Seconds in-flight work may take on SIGTERM/SIGINT")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SHUTDOWN_TIMEOUT");
@@ -151,6 +153,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->check(CLI::Range(0, 10000))->envname("EMBER_FAKE_TOKEN_DELAY_MS");
   cmd->add_option("--fake-context-length", o->fake_context_length, "--fake: context length in tokens")
       ->capture_default_str()->check(CLI::Range(16, 1 << 24))->envname("EMBER_FAKE_CONTEXT_LENGTH");
+  cmd->add_option("--fake-kv-budget-tokens", o->fake_kv_budget_tokens,
+                  "--fake: KV budget in tokens; each running request holds prompt + max_tokens of it (0 = none; "
+                  "to test memory admission: waits, 400 when one request exceeds it)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->envname("EMBER_FAKE_KV_BUDGET_TOKENS");
   auto no_ssd = std::make_shared<bool>(false);
   auto verify = std::make_shared<std::string>("on");
   cmd->add_option("--ssd-cache", o->ssd_cache_dir,

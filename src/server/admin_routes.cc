@@ -43,6 +43,19 @@ json ValuesJson(const std::vector<StatValue>& values) {
   return out;
 }
 
+// One entry per scheduler lane: its state, and what the backend reports for it (requests, cache hits).
+json LanesJson(const Scheduler::Stats& q, const BackendStats& b) {
+  json lanes = json::array();
+  for (const Scheduler::LaneState& l : q.lane_states) {
+    json lane = {{"lane", l.lane}, {"state", l.busy ? "running" : "idle"}, {"completed", l.completed}};
+    for (const LaneStats& bl : b.lanes) {
+      if (bl.lane == l.lane) lane.update(ValuesJson(LaneValues(bl)));
+    }
+    lanes.push_back(std::move(lane));
+  }
+  return lanes;
+}
+
 json StatsJson(ServerContext& ctx) {
   const BackendStats b = ctx.backend->Stats();
   const Scheduler::Stats q = ctx.scheduler->stats();
@@ -59,7 +72,10 @@ json StatsJson(ServerContext& ctx) {
               {"engine", {{"name", b.engine}, {"context_length", ctx.backend->context_length()}, {"values", ValuesJson(b.engine_values)}}},
               {"cache", {{"tiers", std::move(tiers)}}},
               {"queue", {{"waiting", q.queued}, {"running", q.running}, {"completed", q.completed},
-                         {"rejected", q.rejected}, {"max_waiting", q.max_queue}}},
+                         {"rejected", q.rejected}, {"max_waiting", q.max_queue}, {"lanes", q.lanes},
+                         {"waiting_for_memory", q.waiting_for_memory}, {"admission_waits", q.admission_waits}}},
+              {"batch", {{"values", ValuesJson(b.batch_values)}}},
+              {"lanes", LanesJson(q, b)},
               {"uptime_s", ctx.SteadySeconds() - ctx.started_at}};
 }
 
@@ -69,6 +85,14 @@ std::string MetricsText(ServerContext& ctx) {
   m.Set("ember_queue_waiting", {}, static_cast<double>(q.queued));
   m.Set("ember_queue_running", {}, static_cast<double>(q.running));
   m.Set("ember_queue_rejected", {}, static_cast<double>(q.rejected));
+  m.Set("ember_queue_waiting_for_memory", {}, static_cast<double>(q.waiting_for_memory));
+  m.Set("ember_queue_admission_waits_total", {}, static_cast<double>(q.admission_waits));
+  m.Set("ember_queue_lanes", {}, static_cast<double>(q.lanes));
+  for (const Scheduler::LaneState& l : q.lane_states) {
+    const Labels lane = {{"lane", std::to_string(l.lane)}};
+    m.Set("ember_lane_busy", lane, l.busy ? 1 : 0);
+    m.Set("ember_lane_completed_total", lane, static_cast<double>(l.completed));
+  }
   m.Set("ember_uptime_seconds", {}, ctx.SteadySeconds() - ctx.started_at);
   return m.RenderPrometheus() + RenderBackendStatsPrometheus(ctx.backend->Stats());
 }

@@ -49,6 +49,12 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
   g.logprobs = req.logprobs;
   g.top_logprobs = req.top_logprobs;
   g.cache_salt = CacheNamespace::TenantOf(api_key_id, req.cache_salt);
+  // A request that could never be admitted (its KV over the whole budget) is refused now, not queued
+  // for ever; the backend's message names the numbers.
+  if (Status admissible = ctx.backend->CheckAdmissible(g); !admissible.ok()) {
+    if (admissible.code() == StatusCode::kInvalidArgument) return InvalidRequest(admissible.message(), "max_tokens");
+    return FromStatus(admissible);
+  }
   auto job = std::make_shared<GenerationJob>(std::move(g), req.stop);
   Status st = ctx.scheduler->Submit(job);
   if (st.code() == StatusCode::kFailedPrecondition) return Overloaded(st.message());

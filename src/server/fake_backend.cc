@@ -5,8 +5,6 @@
 
 #include "util/env.h"
 
-#include "util/env.h"
-
 namespace ember::server {
 namespace {
 
@@ -72,7 +70,54 @@ TokenEvent MakeEvent(const GenerationRequest& req, const std::string& piece, siz
 
 }  // namespace
 
-FakeBackend::FakeBackend(Options options) : options_(std::move(options)) {}
+// The budget a request holds while it runs, returned to the backend on destruction.
+class FakeBackend::FakeAdmission final : public Admission {
+ public:
+  FakeAdmission(FakeBackend* backend, int64_t tokens) : backend_(backend), tokens_(tokens) {}
+  ~FakeAdmission() override { backend_->ReleaseKv(tokens_); }
+
+ private:
+  FakeBackend* const backend_;
+  const int64_t tokens_;
+};
+
+namespace {
+
+int64_t KvTokensOf(const GenerationRequest& req) {
+  return static_cast<int64_t>(req.prompt.size()) + std::max<int64_t>(0, req.max_tokens);
+}
+
+}  // namespace
+
+FakeBackend::FakeBackend(Options options) : options_(std::move(options)) {
+  MutexLock lock(&mu_);
+  for (int i = 0; i < max_parallel(); ++i) lanes_.push_back(LaneStats{i, 0, 0, 0, 0});
+}
+
+Status FakeBackend::CheckAdmissible(const GenerationRequest& req) const {
+  const int64_t need = KvTokensOf(req);
+  if (options_.kv_budget_tokens <= 0 || need <= options_.kv_budget_tokens) return Status::Ok();
+  return InvalidArgument("the request needs " + std::to_string(need) + " tokens of KV (prompt " +
+                         std::to_string(req.prompt.size()) + " + max_tokens " + std::to_string(req.max_tokens) +
+                         ") but the KV budget is " + std::to_string(options_.kv_budget_tokens) + " tokens");
+}
+
+std::unique_ptr<Admission> FakeBackend::TryAdmit(const GenerationRequest& req) {
+  const int64_t need = KvTokensOf(req);
+  MutexLock lock(&mu_);
+  if (options_.kv_budget_tokens > 0 && kv_used_ + need > options_.kv_budget_tokens) {
+    ++refused_;
+    return nullptr;
+  }
+  kv_used_ += need;
+  ++admitted_;
+  return std::make_unique<FakeAdmission>(this, need);
+}
+
+void FakeBackend::ReleaseKv(int64_t tokens) {
+  MutexLock lock(&mu_);
+  kv_used_ -= tokens;
+}
 
 StatusOr<std::vector<int32_t>> FakeBackend::Tokenize(const std::string& text, bool add_special,
                                                      bool parse_special) const {
@@ -126,8 +171,13 @@ Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& 
   {
     MutexLock lock(&mu_);
     ++generations_;
+    peak_running_ = std::max(peak_running_, ++running_);
     last_request_ = req;
     last_request_.cancel = nullptr;
+    if (req.lane >= 0 && static_cast<size_t>(req.lane) < lanes_.size()) {
+      ++lanes_[static_cast<size_t>(req.lane)].requests;
+      lanes_[static_cast<size_t>(req.lane)].prompt_tokens += req.prompt.size();
+    }
   }
   *out = GenerationResult{};
   out->prompt_tokens = static_cast<int32_t>(req.prompt.size());
@@ -151,6 +201,7 @@ Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& 
   }
   MutexLock lock(&mu_);
   tokens_generated_ += out->completion_tokens;
+  --running_;
   return Status::Ok();
 }
 
@@ -162,6 +213,16 @@ BackendStats FakeBackend::Stats() const {
                      {"cancelled_generations", double(cancelled_)},
                      {"tokens_generated", double(tokens_generated_)},
                      {"cache_flushes", double(flushes_)}};
+  // Like a batching engine's: only when there is more than one lane or a budget to report.
+  if (max_parallel() > 1 || options_.kv_budget_tokens > 0) {
+    s.batch_values = {{"running", double(running_), false},
+                      {"max_parallel", double(max_parallel()), false},
+                      {"kv_budget_tokens", double(options_.kv_budget_tokens), false},
+                      {"kv_used_tokens", double(kv_used_), false},
+                      {"admitted", double(admitted_)},
+                      {"admissions_refused", double(refused_)}};
+    s.lanes = lanes_;
+  }
   return s;
 }
 
@@ -187,6 +248,21 @@ void FakeBackend::Release() {
 int FakeBackend::generations_started() const {
   MutexLock lock(&mu_);
   return generations_;
+}
+
+int FakeBackend::running_generations() const {
+  MutexLock lock(&mu_);
+  return running_;
+}
+
+int FakeBackend::peak_running_generations() const {
+  MutexLock lock(&mu_);
+  return peak_running_;
+}
+
+int64_t FakeBackend::kv_used_tokens() const {
+  MutexLock lock(&mu_);
+  return kv_used_;
 }
 
 int FakeBackend::cancelled_generations() const {

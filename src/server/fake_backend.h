@@ -13,9 +13,15 @@
 //   * It has no prompt cache: cached_tokens is always 0 (tier "none") and Stats() reports no cache tier.
 //     What the cache does is tested on the real engine with a small generated model (engine_backend
 //     tests, tests/e2e/real_model, ssd, tenancy), never on this fake.
-// Thread-safe per the InferenceBackend contract.
+//   * Lanes and admission, so the scheduler's are testable without a model: `max_parallel` Generate()
+//     calls may run at once; with `kv_budget_tokens` > 0 each request needs prompt + max_tokens tokens
+//     of it while it runs — TryAdmit refuses (null) what would overrun it, CheckAdmissible refuses
+//     (InvalidArgument naming the numbers) a request larger than the whole budget.
+// Thread-safe per the InferenceBackend contract; Generate() may run concurrently.
 #pragma once
 
+#include <memory>
+#include <vector>
 
 #include "server/backend.h"
 #include "util/mutex.h"
@@ -28,6 +34,8 @@ class FakeBackend final : public InferenceBackend {
     std::string model_id = "ember-fake";
     int32_t context_length = 4096;
     int token_delay_ms = 0;  // sleep per token, so tests can disconnect or queue mid-generation
+    int max_parallel = 1;    // Generate() calls that may run at once (`ember serve --fake`: --parallel)
+    int64_t kv_budget_tokens = 0;  // 0 = no budget; else the sum of running prompt + max_tokens
   };
   FakeBackend() : FakeBackend(Options{}) {}
   explicit FakeBackend(Options options);
@@ -43,12 +51,18 @@ class FakeBackend final : public InferenceBackend {
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
                   GenerationResult* out) override;
   BackendStats Stats() const override;
+  int max_parallel() const override { return options_.max_parallel < 1 ? 1 : options_.max_parallel; }
+  Status CheckAdmissible(const GenerationRequest& req) const override;
+  std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override;
   Status FlushCache() override;  // nothing to flush; counted, so tests see the admin route and shutdown call it
 
   // Test hooks. Hold() makes every Generate() wait (still honouring cancel) until Release().
   void Hold();
   void Release();
   int generations_started() const;
+  int running_generations() const;        // inside Generate() now
+  int peak_running_generations() const;   // the most ever inside Generate() at once
+  int64_t kv_used_tokens() const;         // budget held by live Admissions
   int cancelled_generations() const;
   int flush_count() const;
   GenerationRequest last_request() const;  // `cancel` is not meaningful in the copy
@@ -56,7 +70,9 @@ class FakeBackend final : public InferenceBackend {
   static constexpr int32_t kBos = 256;
 
  private:
+  class FakeAdmission;
   bool WaitWhileHeld(const GenerationRequest& req) EXCLUDES(mu_);
+  void ReleaseKv(int64_t tokens) EXCLUDES(mu_);
 
   const Options options_;
   mutable Mutex mu_;
@@ -67,6 +83,12 @@ class FakeBackend final : public InferenceBackend {
   int cancelled_ GUARDED_BY(mu_) = 0;
   int flushes_ GUARDED_BY(mu_) = 0;
   int64_t tokens_generated_ GUARDED_BY(mu_) = 0;
+  int running_ GUARDED_BY(mu_) = 0;
+  int peak_running_ GUARDED_BY(mu_) = 0;
+  int64_t kv_used_ GUARDED_BY(mu_) = 0;
+  uint64_t admitted_ GUARDED_BY(mu_) = 0;
+  uint64_t refused_ GUARDED_BY(mu_) = 0;
+  std::vector<LaneStats> lanes_ GUARDED_BY(mu_);  // one per lane
 };
 
 }  // namespace ember::server

@@ -66,7 +66,7 @@ HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, E
       backend_(backend),
       access_(options.api_keys, options.cors_origins),
       hosts_(IsLoopbackBindAddress(options.host) || !options.allowed_hosts.empty(), options.allowed_hosts),
-      scheduler_(backend, options.max_queue),
+      scheduler_(backend, options.max_queue, env != nullptr ? env : Env::Default()),
       http_(std::make_unique<TransportServer>(LimitsFor(options, env != nullptr ? env : Env::Default()))) {
   ctx_.options = options_;
   ctx_.backend = backend_;
@@ -94,9 +94,14 @@ void HttpServer::DefineMetrics() {
   metrics_.DefineCounter("ember_completion_tokens_total", "generated tokens");
   metrics_.DefineCounter("ember_cached_prompt_tokens_total", "prompt tokens served from the prefix cache, by tier");
   metrics_.DefineCounter("ember_cancelled_generations_total", "generations cut short by a client disconnect or shutdown");
-  metrics_.DefineGauge("ember_queue_waiting", "generations waiting for the lane");
-  metrics_.DefineGauge("ember_queue_running", "generations running");
+  metrics_.DefineGauge("ember_queue_waiting", "generations waiting for a lane (those waiting for memory included)");
+  metrics_.DefineGauge("ember_queue_running", "generations running (lanes busy)");
   metrics_.DefineGauge("ember_queue_rejected", "generations refused because the queue was full (429)");
+  metrics_.DefineGauge("ember_queue_waiting_for_memory", "queued generations a free lane could run but the KV budget does not admit yet");
+  metrics_.DefineCounter("ember_queue_admission_waits_total", "generations that had to wait for memory before running");
+  metrics_.DefineGauge("ember_queue_lanes", "generation lanes (--parallel)");
+  metrics_.DefineGauge("ember_lane_busy", "1 while the lane runs a generation");
+  metrics_.DefineCounter("ember_lane_completed_total", "generations the lane ran to their end");
   metrics_.DefineGauge("ember_uptime_seconds", "seconds since the server started");
 }
 

@@ -3,7 +3,7 @@
 // shapes every error (including httplib's own 404/413) as JSON in the route's API flavor, counts requests.
 //
 // Threads: one listener thread (accept loop), a pool of HttpWorkerThreads() connection workers (parse,
-// validate, template, tokenize, stream), and the Scheduler's single generation lane. See docs/server.md.
+// validate, template, tokenize, stream), and the Scheduler's generation lanes. See docs/server.md.
 #pragma once
 
 #include <memory>

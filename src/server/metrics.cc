@@ -178,6 +178,13 @@ void AddHistogram(std::vector<FamilyText>& fams, const std::string& prefix, cons
 
 }  // namespace
 
+std::vector<StatValue> LaneValues(const LaneStats& lane) {
+  return {{"requests", static_cast<double>(lane.requests)},
+          {"cache_hits", static_cast<double>(lane.cache_hits)},
+          {"prompt_tokens", static_cast<double>(lane.prompt_tokens)},
+          {"cached_tokens", static_cast<double>(lane.cached_tokens)}};
+}
+
 std::string RenderBackendStatsPrometheus(const BackendStats& stats) {
   std::vector<FamilyText> fams;
   AddValues(fams, "ember_engine_", stats.engine_values, {});
@@ -185,6 +192,10 @@ std::string RenderBackendStatsPrometheus(const BackendStats& stats) {
     const Labels labels = {{"tier", tier.tier}};
     AddValues(fams, "ember_cache_", tier.values, labels);
     for (const HistogramValue& h : tier.histograms) AddHistogram(fams, "ember_cache_", h, labels);
+  }
+  AddValues(fams, "ember_batch_", stats.batch_values, {});
+  for (const LaneStats& lane : stats.lanes) {
+    AddValues(fams, "ember_lane_", LaneValues(lane), {{"lane", std::to_string(lane.lane)}});
   }
   std::string out;
   for (const FamilyText& f : fams) {

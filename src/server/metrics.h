@@ -53,8 +53,12 @@ class MetricsRegistry {
 std::string RenderLabels(const Labels& labels);
 // Number formatting for the exposition format (integers without exponent, +Inf/NaN spelled out).
 std::string FormatMetricValue(double v);
-// The backend's engine and per-tier cache values as metric families: ember_engine_<name>,
-// ember_cache_<name>{tier=...}; monotonic values get `_total` and TYPE counter.
+// The backend's engine, per-tier cache and batching values as metric families: ember_engine_<name>,
+// ember_cache_<name>{tier=...}, ember_batch_<name>; monotonic values get `_total` and TYPE counter.
+// Per-lane stats are counters ember_lane_<field>_total{lane="i"} (requests, cache_hits, prompt_tokens,
+// cached_tokens).
 std::string RenderBackendStatsPrometheus(const BackendStats& stats);
+// One lane's stats as named values (what /stats and /metrics show per lane).
+std::vector<StatValue> LaneValues(const LaneStats& lane);
 
 }  // namespace ember::server

@@ -4,19 +4,29 @@
 #include <exception>
 #include <string>
 
-#include "util/env.h"
-
 namespace ember::server {
 
-Scheduler::Scheduler(InferenceBackend* backend, size_t max_queue)
-    : backend_(backend), max_queue_(max_queue), lane_([this] { LaneLoop(); }) {}
+Scheduler::Scheduler(InferenceBackend* backend, size_t max_queue, Env* env)
+    : backend_(backend), max_queue_(max_queue), env_(env != nullptr ? env : Env::Default()) {
+  const int n = std::max(1, backend_->max_parallel());
+  {
+    MutexLock lock(&mu_);
+    lanes_.resize(static_cast<size_t>(n));
+  }
+  threads_.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { LaneLoop(i); });
+}
 
 Scheduler::~Scheduler() { Shutdown(std::chrono::milliseconds(0)); }
 
 size_t Scheduler::LiveQueuedLocked() const {
-  // Jobs whose client already left still sit in the deque until the lane skips them; they do not count.
+  // Jobs whose client already left still sit in the deque until a lane skips them; they do not count.
   return static_cast<size_t>(
       std::count_if(queue_.begin(), queue_.end(), [](const auto& j) { return !j->cancelled(); }));
+}
+
+bool Scheduler::IdleLocked() const {
+  return queue_.empty() && std::none_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.job; });
 }
 
 Status Scheduler::Submit(std::shared_ptr<GenerationJob> job) {
@@ -34,13 +44,13 @@ Status Scheduler::Submit(std::shared_ptr<GenerationJob> job) {
   return Status::Ok();
 }
 
-// The lane is shared by every request: whatever one generation throws (a backend bug, bad_alloc) fails
-// that request alone, with a 500 that says what happened, and the lane goes on to the next job.
-Status Scheduler::RunGuarded(GenerationJob& job, GenerationResult* result) {
+// The lanes are shared by every request: whatever one generation throws (a backend bug, bad_alloc)
+// fails that request alone, with a 500 that says what happened, and the lane goes on to the next job.
+Status Scheduler::RunGuarded(GenerationJob& job, const GenerationRequest& request, GenerationResult* result) {
   const int32_t prompt_tokens = result->prompt_tokens;
   std::string what;
   try {
-    return backend_->Generate(job.request(), [&job](const TokenEvent& t) { return job.OnToken(t); }, result);
+    return backend_->Generate(request, [&job](const TokenEvent& t) { return job.OnToken(t); }, result);
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
@@ -51,29 +61,82 @@ Status Scheduler::RunGuarded(GenerationJob& job, GenerationResult* result) {
   return Internal("generation failed: " + what);
 }
 
-void Scheduler::LaneLoop() {
+std::shared_ptr<GenerationJob> Scheduler::NextHead(bool* admitting) {
+  MutexLock lock(&mu_);
   while (true) {
-    std::shared_ptr<GenerationJob> job;
-    {
-      MutexLock lock(&mu_);
-      while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
-      if (queue_.empty()) return;  // stopping and drained
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = job;
+    // While another lane asks TryAdmit for the head, the head is its: wait (FIFO, no overtaking).
+    if (!admitting_ && !queue_.empty()) {
+      std::shared_ptr<GenerationJob> head = queue_.front();
+      if (head->cancelled()) {
+        queue_.pop_front();
+        *admitting = false;
+        return head;
+      }
+      admitting_ = true;
+      *admitting = true;
+      return head;
+    }
+    if (stopping_ && queue_.empty()) return nullptr;  // drained
+    cv_.Wait(&mu_);
+  }
+}
+
+std::unique_ptr<Admission> Scheduler::Admit(const GenerationJob& head) {
+  while (!head.cancelled()) {
+    // Outside the lock: TryAdmit may evict or demote cache entries to make room.
+    if (std::unique_ptr<Admission> admission = backend_->TryAdmit(head.request())) return admission;
+    MutexLock lock(&mu_);
+    if (!head_refused_) {
+      head_refused_ = true;
+      ++admission_waits_;
+    }
+    // Memory comes back when a generation ends (its Admission is released) or when the cache shrinks
+    // on another thread (no signal for that: the poll).
+    const uint64_t ended = generations_ended_;
+    const int64_t deadline = env_->MonotonicMicros() + kAdmissionPollMicros;
+    while (generations_ended_ == ended && !head.cancelled() && !env_->WaitUntil(&cv_, &mu_, deadline)) {
+    }
+  }
+  return nullptr;
+}
+
+void Scheduler::LaneLoop(int32_t lane) {
+  while (true) {
+    bool admitting = false;
+    std::shared_ptr<GenerationJob> job = NextHead(&admitting);
+    if (job == nullptr) return;
+    std::unique_ptr<Admission> admission;
+    if (admitting) {
+      admission = Admit(*job);
+      {
+        MutexLock lock(&mu_);
+        queue_.pop_front();  // still `job`: only the admitting lane takes the head
+        admitting_ = false;
+        head_refused_ = false;
+        if (admission) lanes_[static_cast<size_t>(lane)].job = job;
+      }
+      cv_.SignalAll();  // the next free lane may ask for the new head
     }
     GenerationResult result;
     result.prompt_tokens = static_cast<int32_t>(job->request().prompt.size());
     Status status;
-    if (job->cancelled()) {
+    if (admission == nullptr) {
       result.finish_reason = FinishReason::kCancelled;  // client left while queued: skip the work
     } else {
-      status = RunGuarded(*job, &result);
+      GenerationRequest request = job->request();
+      request.lane = lane;
+      status = RunGuarded(*job, request, &result);
+      admission.reset();  // before the waiting lane is woken, so its retry sees the memory free
     }
     {
       // Counted before the client hears kDone, so /stats never lags what a client has seen.
       MutexLock lock(&mu_);
-      running_.reset();
+      Lane& l = lanes_[static_cast<size_t>(lane)];
+      if (l.job) {
+        l.job.reset();
+        ++l.completed;
+        ++generations_ended_;
+      }
       ++completed_;
     }
     cv_.SignalAll();
@@ -83,23 +146,39 @@ void Scheduler::LaneLoop() {
 
 void Scheduler::Shutdown(std::chrono::milliseconds grace) {
   {
-    Env* env = Env::Default();
-    const int64_t deadline = env->MonotonicMicros() + std::chrono::microseconds(grace).count();
+    const int64_t deadline = env_->MonotonicMicros() + std::chrono::microseconds(grace).count();
     MutexLock lock(&mu_);
     stopping_ = true;
     cv_.SignalAll();
-    while ((!queue_.empty() || running_ != nullptr) && !env->WaitUntil(&cv_, &mu_, deadline)) {
+    while (!IdleLocked() && !env_->WaitUntil(&cv_, &mu_, deadline)) {
     }
     for (auto& job : queue_) job->Cancel();
-    if (running_) running_->Cancel();
+    for (Lane& l : lanes_) {
+      if (l.job) l.job->Cancel();
+    }
   }
   cv_.SignalAll();
-  if (lane_.joinable()) lane_.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 Scheduler::Stats Scheduler::stats() const {
   MutexLock lock(&mu_);
-  return {LiveQueuedLocked(), running_ ? size_t{1} : size_t{0}, completed_, rejected_, max_queue_};
+  Stats s;
+  s.queued = LiveQueuedLocked();
+  s.completed = completed_;
+  s.rejected = rejected_;
+  s.max_queue = max_queue_;
+  s.lanes = lanes_.size();
+  s.waiting_for_memory = head_refused_ && !queue_.empty() && !queue_.front()->cancelled() ? 1 : 0;
+  s.admission_waits = admission_waits_;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const bool busy = lanes_[i].job != nullptr;
+    s.running += busy ? 1 : 0;
+    s.lane_states.push_back({static_cast<int32_t>(i), busy, lanes_[i].completed});
+  }
+  return s;
 }
 
 }  // namespace ember::server

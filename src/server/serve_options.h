@@ -22,6 +22,7 @@ struct ServeOptions {
   // does the same). Off: they stay text. Chat messages are always text.
   bool completion_prompt_specials = true;
   size_t max_queue = 64;                   // waiting generations beyond this get 429
+  int parallel = 4;  // sequences advancing together (--parallel); 1 = one at a time
   int threads = 0;                         // engine compute threads; 0 = physical cores
   // Connection workers; each open connection holds one, a streaming or queued client for its whole
   // generation. 0 = HttpWorkerThreads(): enough that the queue limit fires before workers run out.
@@ -32,6 +33,7 @@ struct ServeOptions {
   double request_timeout_s = 30;           // first byte of a request -> end of its body, else 408
   int fake_token_delay_ms = 0;             // FakeBackend: per-token sleep
   int32_t fake_context_length = 4096;      // FakeBackend: context length
+  int64_t fake_kv_budget_tokens = 0;       // FakeBackend: KV budget in tokens (0 = none), for admission tests
   std::string prompt_cache_bytes;          // RAM tier cap ("8G", "0" = off); empty: a quarter of RAM
   // SSD cold tier (docs/coldtier.md). The CLI fills ssd_cache_dir with its default
   // ($XDG_CACHE_HOME/ember or ~/.cache/ember) unless --no-ssd-cache; empty here means off.
@@ -40,10 +42,9 @@ struct ServeOptions {
   double ssd_demote_idle_s = 300;          // idle seconds before a RAM entry moves to SSD (0 = never)
   bool ssd_cache_verify = true;            // verify tensor checksums on restore
   double ssd_flush_timeout_s = 60;         // bound of a cache flush (POST /admin/cache/flush, shutdown)
-  // Continuous batching (docs/server.md "Continuous batching"): sequences advancing together (1 = the
-  // serial path), prompt rows per step beside the decode rows, and the KV budget ("8G"; empty: 75 % of
-  // free RAM less the weights, printed at start).
-  int parallel = 4;
+  // Continuous batching (docs/server.md "Continuous batching"; `parallel` is above): prompt rows per
+  // step beside the decode rows, and the KV budget ("8G"; empty: 75 % of free RAM less the weights,
+  // printed at start).
   int64_t step_tokens = 256;
   std::string kv_budget;
 };
@@ -55,10 +56,15 @@ inline constexpr int64_t kMinStepTokens = 16;
 // requests that get a 429, idle keep-alive connections.
 inline constexpr int kSpareHttpWorkers = 64;
 
-// The worker count in effect: http_threads, or max_queue + 1 + kSpareHttpWorkers (at most 4096).
+// Generations that hold a connection worker at most: one per lane running, max_queue waiting.
+inline size_t MaxAdmittedGenerations(const ServeOptions& o) {
+  return o.max_queue + static_cast<size_t>(o.parallel > 1 ? o.parallel : 1);
+}
+
+// The worker count in effect: http_threads, or MaxAdmittedGenerations + kSpareHttpWorkers (at most 4096).
 inline int HttpWorkerThreads(const ServeOptions& o) {
   if (o.http_threads > 0) return o.http_threads;
-  const size_t wanted = o.max_queue + 1 + kSpareHttpWorkers;
+  const size_t wanted = MaxAdmittedGenerations(o) + kSpareHttpWorkers;
   return static_cast<int>(wanted < 4096 ? wanted : 4096);
 }
 

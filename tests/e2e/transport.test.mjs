@@ -215,8 +215,8 @@ test('a slow client (slowloris) gets 408 at --request-timeout and frees its work
 });
 
 test('while 64 clients generate, /health answers fast and generations beyond the queue get 429', bounded, async () => {
-  // Defaults: --max-queue 64 (1 running + 64 waiting admitted), --http-threads auto. Each generation
-  // would run 20 s; the streams are aborted at the end.
+  // Defaults: --parallel 4, --max-queue 64 (4 running + 64 waiting admitted), --http-threads auto.
+  // Each generation would run 20 s; the streams are aborted at the end.
   const s = await startServer(['--fake-token-delay-ms', '20']);
   const aborts = [];
   try {
@@ -235,10 +235,10 @@ test('while 64 clients generate, /health answers fast and generations beyond the
     let q;
     for (let i = 0; i < 400; i++) {
       q = await queueOf(s.url);
-      if (q.running === 1 && q.waiting === 64 && statuses.length === 70) break;
+      if (q.running === 4 && q.waiting === 64 && statuses.length === 70) break;
       await sleep(25);
     }
-    assert.equal(q.running, 1);
+    assert.equal(q.running, 4);
     assert.equal(q.waiting, 64);
     const times = [];
     for (let i = 0; i < 20; i++) {
@@ -251,10 +251,10 @@ test('while 64 clients generate, /health answers fast and generations beyond the
     times.sort((x, y) => x - y);
     const median = times[10];
     const slowest = times[times.length - 1];
-    console.log(`/health while 65 generations are admitted: median ${median.toFixed(1)} ms, max ${slowest.toFixed(1)} ms`);
+    console.log(`/health while 68 generations are admitted: median ${median.toFixed(1)} ms, max ${slowest.toFixed(1)} ms`);
     assert.ok(slowest < 1000, `slowest /health took ${slowest} ms`);  // the target is 100 ms; a loaded 2-core box gets slack
-    assert.equal(statuses.filter((x) => x === 429).length, 5, `statuses: ${statuses}`);
-    assert.equal(statuses.filter((x) => x === 200).length, 65);
+    assert.equal(statuses.filter((x) => x === 429).length, 2, `statuses: ${statuses}`);
+    assert.equal(statuses.filter((x) => x === 200).length, 68);
     // The aborted clients' generations are cancelled (queued ones at their next heartbeat, within ~1 s).
     for (const ac of aborts) ac.abort();
     await Promise.all(clients);

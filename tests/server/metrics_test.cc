@@ -59,6 +59,22 @@ TEST(Metrics, BackendStatsOneHeaderPerFamily) {
   EXPECT_EQ(text.find("# TYPE ember_cache_hits_total"), text.rfind("# TYPE ember_cache_hits_total"));
 }
 
+TEST(Metrics, BatchValuesAndLanesAreTheirOwnFamilies) {
+  BackendStats s;
+  s.batch_values = {{"steps", 12}, {"running", 3, false}};
+  s.lanes = {{0, 5, 2, 100, 40}, {1, 1, 0, 7, 0}};
+  const std::string text = RenderBackendStatsPrometheus(s);
+  EXPECT_NE(text.find("# TYPE ember_batch_steps_total counter\nember_batch_steps_total 12\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE ember_batch_running gauge\nember_batch_running 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE ember_lane_requests_total counter\n"
+                      "ember_lane_requests_total{lane=\"0\"} 5\nember_lane_requests_total{lane=\"1\"} 1\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("ember_lane_cache_hits_total{lane=\"0\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("ember_lane_prompt_tokens_total{lane=\"0\"} 100\n"), std::string::npos);
+  EXPECT_NE(text.find("ember_lane_cached_tokens_total{lane=\"0\"} 40\n"), std::string::npos);
+  EXPECT_EQ(text.find("# TYPE ember_lane_requests_total"), text.rfind("# TYPE ember_lane_requests_total"));
+}
+
 TEST(Metrics, ValueFormatting) {
   EXPECT_EQ(FormatMetricValue(3), "3");
   EXPECT_EQ(FormatMetricValue(0.25), "0.25");
