@@ -5,8 +5,9 @@
 // Thread-safety contract (the server relies on it):
 //   * model_id(), context_length(), Tokenize(), Detokenize(), ApplyChatTemplate() and Stats() may be
 //     called concurrently from any HTTP worker thread, also while Generate() runs.
-//   * Generate() is called from ONE thread at a time (the scheduler's generation lane); an engine with
-//     continuous batching may later relax this, but the server does not assume it.
+//   * Generate() is called from at most max_parallel() threads at once (the scheduler's lanes); with
+//     max_parallel() == 1, from one thread at a time. Each call is admitted first (TryAdmit) and holds
+//     its Admission (GenerationRequest::admission) until Generate returns.
 //   * FlushCache() may be called concurrently with anything; it makes the prefix cache durable.
 // No method throws; errors are values (util/status.h).
 #pragma once
@@ -69,6 +70,8 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias added to its logit
 };
 
+class Admission;
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;       // already templated and tokenized
   SamplingParams sampling;
@@ -81,6 +84,9 @@ struct GenerationRequest {
   std::string cache_salt;
   // The scheduler lane running it (0..max_parallel()-1; -1 outside the scheduler): per-lane stats.
   int32_t lane = -1;
+  // The ticket TryAdmit gave this generation (null outside the scheduler); valid for the whole Generate
+  // call, so the backend can adjust what it holds (e.g. give back what the prefix cache supplied).
+  Admission* admission = nullptr;
   // Set by the server when the client went away or the server is shutting down; Generate() polls it
   // between tokens and returns promptly (finish reason kCancelled). Outlives the Generate() call.
   const std::atomic<bool>* cancel = nullptr;

@@ -99,14 +99,16 @@ SamplerParams ToSampler(const SamplingParams& s) {
   return p;
 }
 
-// What an admitted generation holds: its KV reservation. Generate finds it again by the request's cancel
-// flag — one per job, the same in every copy of the request the scheduler makes (it sets `lane` on a
-// copy) — or, for a request without one, by its address.
-class BudgetAdmission;
+// What an admitted generation holds: its KV reservation. The scheduler hands it back to Generate as
+// GenerationRequest::admission.
+class BudgetAdmission final : public Admission {
+ public:
+  explicit BudgetAdmission(std::unique_ptr<KvBudget::Reservation> r) : reservation_(std::move(r)) {}
+  KvBudget::Reservation* reservation() const { return reservation_.get(); }
 
-const void* AdmissionKey(const GenerationRequest& r) {
-  return r.cancel != nullptr ? static_cast<const void*>(r.cancel) : static_cast<const void*>(&r);
-}
+ private:
+  std::unique_ptr<KvBudget::Reservation> reservation_;
+};
 
 struct BatchConfig {
   int parallel = 1;
@@ -182,8 +184,8 @@ class EngineBackend final : public InferenceBackend {
     sr.generate.sampling = ToSampler(req.sampling);
     sr.generate.cancel = req.cancel;
     // The admitted reservation counted the whole prompt; what the cache supplies is the cache's memory.
-    if (KvBudget::Reservation* res = ReservationFor(req); res != nullptr) {
-      sr.on_lookup = [res](int64_t cached) { res->NoteCached(cached); };
+    if (const auto* a = dynamic_cast<const BudgetAdmission*>(req.admission); a != nullptr) {
+      sr.on_lookup = [res = a->reservation()](int64_t cached) { res->NoteCached(cached); };
     }
     const Tokenizer& tok = *engine_->tokenizer();
     // The engine hands each token's logprobs over just before the token itself (same thread).
@@ -367,22 +369,6 @@ class EngineBackend final : public InferenceBackend {
     l.cached_tokens += static_cast<uint64_t>(r.cached_tokens);
   }
 
-  friend class BudgetAdmission;
-  KvBudget::Reservation* ReservationFor(const GenerationRequest& req) EXCLUDES(admissions_mu_) {
-    MutexLock lock(&admissions_mu_);
-    auto it = admissions_.find(AdmissionKey(req));
-    return it == admissions_.end() ? nullptr : it->second;
-  }
-  void Register(const void* key, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
-    MutexLock lock(&admissions_mu_);
-    admissions_[key] = r;
-  }
-  void Forget(const void* key, KvBudget::Reservation* r) EXCLUDES(admissions_mu_) {
-    MutexLock lock(&admissions_mu_);
-    auto it = admissions_.find(key);
-    if (it != admissions_.end() && it->second == r) admissions_.erase(it);
-  }
-
   // Destruction order matters: the sessions and the runner go before the budget, cache and engine.
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<TieredCache> tiers_;
@@ -393,30 +379,14 @@ class EngineBackend final : public InferenceBackend {
   CachedSession session_;
   mutable Mutex lanes_mu_;
   std::vector<LaneStats> lanes_ GUARDED_BY(lanes_mu_);
-  Mutex admissions_mu_;
-  std::unordered_map<const void*, KvBudget::Reservation*> admissions_ GUARDED_BY(admissions_mu_);  // AdmissionKey
   std::unique_ptr<BatchRunner> runner_;
   std::unique_ptr<BatchedSession> batched_;
-};
-
-class BudgetAdmission final : public Admission {
- public:
-  BudgetAdmission(EngineBackend* owner, const void* key, std::unique_ptr<KvBudget::Reservation> r)
-      : owner_(owner), key_(key), reservation_(std::move(r)) {
-    owner_->Register(key_, reservation_.get());
-  }
-  ~BudgetAdmission() override { owner_->Forget(key_, reservation_.get()); }
-
- private:
-  EngineBackend* const owner_;
-  const void* const key_;
-  std::unique_ptr<KvBudget::Reservation> reservation_;
 };
 
 std::unique_ptr<Admission> EngineBackend::TryAdmit(const GenerationRequest& req) {
   std::unique_ptr<KvBudget::Reservation> r = budget_.TryReserve(static_cast<int64_t>(req.prompt.size()), req.max_tokens);
   if (!r) return nullptr;  // wait: a running generation must end first
-  return std::make_unique<BudgetAdmission>(this, AdmissionKey(req), std::move(r));
+  return std::make_unique<BudgetAdmission>(std::move(r));
 }
 
 // --parallel, --step-tokens and --kv-budget checked against the loaded engine, with the default budget

@@ -125,6 +125,7 @@ void Scheduler::LaneLoop(int32_t lane) {
     } else {
       GenerationRequest request = job->request();
       request.lane = lane;
+      request.admission = admission.get();
       status = RunGuarded(*job, request, &result);
       admission.reset();  // before the waiting lane is woken, so its retry sees the memory free
     }

@@ -104,8 +104,8 @@ TEST_F(EngineBackendBatchTest, ConcurrentGenerationsGiveTheSerialTokensAndReport
 }
 
 // TryAdmit reserves the whole prompt; once the lookup found its prefix in the cache, the reservation
-// of the running generation (found again through the request's cancel flag, although the scheduler
-// passes Generate a copy) counts only what it adds.
+// of the running generation (handed back to Generate as GenerationRequest::admission, as the scheduler
+// does) counts only what it adds.
 TEST_F(EngineBackendBatchTest, TheReservationShrinksByWhatTheCacheSupplied) {
   auto b = Backend(Options(2));
   ASSERT_TRUE(b);
@@ -121,6 +121,7 @@ TEST_F(EngineBackendBatchTest, TheReservationShrinksByWhatTheCacheSupplied) {
   EXPECT_EQ(Value(b->Stats().batch_values, "kv_reserved_bytes"), (L + 6 + 32) * per_pos);
   GenerationRequest copy = req;
   copy.lane = 1;
+  copy.admission = admission.get();
   double during = -1;
   GenerationResult second;
   ASSERT_TRUE(b->Generate(copy, [&](const TokenEvent&) {
