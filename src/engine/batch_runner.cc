@@ -247,11 +247,13 @@ void BatchRunner::StepLoop() {
     // ---- one step: every decode token, then prompt chunks in admission order within the budget ----
     std::vector<StepSlice> slices;
     std::vector<Active*> owner;
+    std::vector<bool> prompt_slice;
     int64_t decode_rows = 0;
     for (auto& a : active) {
       if (!a->decoding) continue;
       slices.push_back({a->job.seq, std::span<const int32_t>(&a->pending, 1), true});
       owner.push_back(a.get());
+      prompt_slice.push_back(false);
       ++decode_rows;
     }
     const int64_t budget = decode_rows > 0 ? opts_.step_tokens : prefill_only_budget;
@@ -264,6 +266,7 @@ void BatchRunner::StepLoop() {
       slices.push_back({a->job.seq, a->job.prompt.subspan(static_cast<size_t>(at), static_cast<size_t>(n)),
                         at + n == a->prompt_len});
       owner.push_back(a.get());
+      prompt_slice.push_back(true);
       room -= n;
       prompt_rows += n;
     }
@@ -308,6 +311,13 @@ void BatchRunner::StepLoop() {
       });
     }
     const int64_t t1 = env_->MonotonicMicros();
+    if (step_status.ok()) {
+      const double per_row = Seconds(t0, t1) / static_cast<double>(std::max<int64_t>(decode_rows + prompt_rows, 1));
+      for (size_t i = 0; i < slices.size(); ++i) {
+        if (!status[i].ok() || !prompt_slice[i]) continue;
+        owner[i]->result.prefill_compute_s += per_row * static_cast<double>(slices[i].tokens.size());
+      }
+    }
     MutexLock lock(&mu_);
     ++st_.steps;
     st_.step_rows += static_cast<uint64_t>(decode_rows + prompt_rows);

@@ -56,6 +56,10 @@ struct BatchJobResult {
   GenerateResult gen;            // as Engine::Generate's; prompt_tokens = positions this job forwarded
   int64_t shared_tokens = 0;     // prompt positions adopted from another running sequence (not computed)
   double queued_s = 0;           // Run() call -> admitted to a step slot
+  // This job's share of the steps that forwarded its prompt: each step's time split by rows. A prefill
+  // rate for estimates (the cold tier's restore-or-recompute choice); gen.prefill_s is wall time, which
+  // under load includes the queue and the other sequences' rows.
+  double prefill_compute_s = 0;
 };
 
 struct BatchRunnerStats {

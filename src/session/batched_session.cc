@@ -72,7 +72,7 @@ StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, cons
   r.cached_tokens = p + br.shared_tokens;
   if (p == 0 && br.shared_tokens > 0) r.tier = "ram";  // another lane's KV, in RAM
   r.prefilled_tokens = r.gen.prompt_tokens;
-  cache_.NotePrefill(r.gen.prompt_tokens, r.gen.prefill_s);
+  cache_.NotePrefill(r.gen.prompt_tokens, br.prefill_compute_s);  // its share of the steps, not wall time
   // Adopting an in-flight prefix replaces the state (and restarts its counter) before anything is copied.
   const uint64_t cow_after = seq->kv().cow_bytes_copied();
   r.cow_bytes_copied = cow_after >= cow_before ? cow_after - cow_before : cow_after;

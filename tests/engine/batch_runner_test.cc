@@ -109,6 +109,8 @@ TEST(BatchRunnerTest, ConcurrentJobsEqualSoloRuns) {
         auto r = runner.Run(std::move(job));
         ASSERT_TRUE(r.ok()) << r.status().ToString();
         EXPECT_EQ(r->gen.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
+        EXPECT_GT(r->prefill_compute_s, 0);
+        EXPECT_LE(r->prefill_compute_s, r->gen.prefill_s);  // a share of the steps, within the wall time
         EXPECT_EQ(seq->n_pos(), static_cast<int64_t>(prompts[i].size() + r->gen.tokens.size()) - 1);
         got[i] = std::move(r->gen);
       });
