@@ -159,9 +159,9 @@ StatusOr<LoadMeasurement> RunClientLevel(const LoadTarget& target, const std::ve
 
 AgentScript MakeAgentScript(int agents, int turns, int preamble_tokens) {
   AgentScript s;
-  // English runs about 4.4 characters per token with the common BPE vocabularies (llama 3: the demo
-  // model's 1,400-token preamble measured 1,4xx tokens); the row records the real prompt tokens.
-  const size_t target_chars = static_cast<size_t>(std::max(0, preamble_tokens)) * 44 / 10;
+  // This text runs 4.6 characters per token in the llama 3 vocabulary (6,167 characters were 1,337 tokens
+  // for the demo model); other vocabularies differ a little, and the rows record the real prompt tokens.
+  const size_t target_chars = static_cast<size_t>(std::max(0, preamble_tokens)) * 46 / 10;
   s.preamble = "Operations policy. Read it fully; every answer you give must follow it.\n";
   const size_t n_topics = std::size(kTopics), n_clauses = std::size(kClauses);
   for (size_t i = 0; s.preamble.size() < target_chars; ++i) {

@@ -54,7 +54,8 @@ struct AgentScript {
   std::vector<std::string> roles;                // one per agent
   std::vector<std::vector<std::string>> asks;    // [agent][turn]
 };
-// Deterministic; the preamble is about `preamble_tokens` tokens of English (sized by characters).
+// Deterministic; the preamble is about `preamble_tokens` tokens of English (sized by characters: 4.6 a
+// token, as the llama 3 vocabulary splits it).
 AgentScript MakeAgentScript(int agents, int turns, int preamble_tokens);
 
 // Every agent in its own thread, its turns in order; `gen_tokens` per reply.

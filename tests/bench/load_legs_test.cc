@@ -76,7 +76,7 @@ TEST(LoadLegs, ClientPromptsShareOnlyTheFirstId) {
 
 TEST(LoadLegs, AgentScriptSharesOnePreambleAndGivesEachAgentItsOwnRole) {
   AgentScript s = MakeAgentScript(10, 4, 1400);
-  EXPECT_GE(s.preamble.size(), 1400u * 4);  // ~4.4 characters per token
+  EXPECT_GE(s.preamble.size(), 1400u * 4);  // ~4.6 characters per token
   EXPECT_LE(s.preamble.size(), 1400u * 5);
   ASSERT_EQ(s.roles.size(), 10u);
   ASSERT_EQ(s.asks.size(), 10u);
