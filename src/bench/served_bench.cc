@@ -107,6 +107,11 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Launch(std::vector<std::
   static const std::regex kPort(R"(on http://[^\s:]+:(\d+))");
   const int64_t deadline = t0 + static_cast<int64_t>(ready_timeout_s * 1e6);
   auto exited = [&p]() { return p->process_->HasExited(); };
+  // How a child that is gone ended ("exited 1", "died of signal 4"): a crash reads differently from a refusal.
+  auto how = [&p]() {
+    const ProcessResult r = p->process_->Wait(1);
+    return r.signal != 0 ? "died of signal " + std::to_string(r.signal) : "exited " + std::to_string(r.exit_code);
+  };
   const std::string& who = p->name_;
   while (p->port_ == 0) {
     std::smatch m;
@@ -115,7 +120,7 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Launch(std::vector<std::
       p->port_ = std::stoi(m[1].str());
       break;
     }
-    if (exited()) return Internal(who + " exited before listening: " + log.substr(0, 800));
+    if (exited()) return Internal(who + " " + how() + " before listening: " + log.substr(0, 800));
     if (NowUs() > deadline) return ResourceExhausted(who + " did not listen within the time limit: " + log.substr(0, 800));
     Env::Default()->SleepForMicros(2000);
   }
@@ -125,7 +130,7 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Launch(std::vector<std::
   for (;;) {
     auto res = cli.Get("/health");
     if (res && res->status == 200) break;
-    if (exited()) return Internal(who + " exited before /health answered: " + p->Log());
+    if (exited()) return Internal(who + " " + how() + " before /health answered: " + p->Log());
     if (NowUs() > deadline) return ResourceExhausted(who + ": /health did not answer 200 in time: " + p->Log());
     Env::Default()->SleepForMicros(10'000);
   }

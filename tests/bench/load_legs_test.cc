@@ -138,6 +138,21 @@ TEST(LlamaServer, MissingBinaryMakesEveryLoadLegNotApplicable) {
   EXPECT_GT(*port, 0);
 }
 
+TEST(LlamaServer, AServerThatCrashesBeforeReadySaysHowItEnded) {
+  auto port = FreeLoopbackPort();
+  ASSERT_TRUE(port.ok());
+  // What a build with kernels the CPU cannot run does: SIGILL while loading.
+  auto s = ServerProcess::StartCommand({"/bin/sh", "-c", "echo loading; kill -ILL $$"}, *port, 30, "llama-server");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("llama-server died of signal 4 before /health answered"), std::string::npos)
+      << s.status().ToString();
+  EXPECT_NE(s.status().message().find("loading"), std::string::npos);  // with its log
+  auto e = ServerProcess::StartCommand({"/bin/sh", "-c", "exit 3"}, *port, 30, "llama-server");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("llama-server exited 3"), std::string::npos) << e.status().ToString();
+  EXPECT_FALSE(ServerProcess::StartCommand({}, *port, 1, "x").ok());
+}
+
 TEST(ServedClient, FoldsTimingsAndWhetherCachedTokensWereReported) {
   CompletionTiming t;
   std::string err;
