@@ -195,8 +195,14 @@ StatusOr<LoadMeasurement> RunAgents(const LoadTarget& target, const AgentScript&
     for (size_t t = 0; t < asks.size(); ++t) {
       const std::string ask = t == 0 ? script.roles[static_cast<size_t>(a)] + "\n\n" + asks[t] : asks[t];
       messages.push_back({{"role", "user"}, {"content", ask}});
-      auto r = StreamCompletion(target.port, {{}, gen_tokens, "", target.banned, target.timeout_s},
-                                {messages, LoadRequestExtra()});
+      // Rendered and tokenized by the server itself, then sent as ids to /v1/completions: the server's own
+      // template and tokenizer, without its chat endpoint's output parsing (llama-server's refuses the
+      // demo model's random text with a 500, "does not match the expected peg-native format").
+      auto ids = RenderChatIds(target.port, messages);
+      if (!ids.ok())
+        return Internal("agent " + std::to_string(a + 1) + " turn " + std::to_string(t + 1) + ": " + ids.status().message());
+      auto r = StreamCompletion(target.port, {*ids, gen_tokens, "", target.banned, target.timeout_s},
+                                {nullptr, LoadRequestExtra()});
       if (!r.ok())
         return Internal("agent " + std::to_string(a + 1) + " turn " + std::to_string(t + 1) + ": " + r.status().message());
       messages.push_back({{"role", "assistant"}, {"content", r->text}});

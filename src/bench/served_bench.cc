@@ -331,6 +331,19 @@ std::vector<std::pair<std::string, std::string>> ConversationScript(int turns) {
   return out;
 }
 
+StatusOr<std::vector<int32_t>> RenderChatIds(int port, const json& messages) {
+  EMBER_ASSIGN_OR_RETURN(json tmpl, PostJson(port, "/apply-template", {{"messages", messages}}));
+  if (!tmpl.contains("prompt") || !tmpl["prompt"].is_string()) return Internal("/apply-template returned no prompt");
+  // The server tokenizes a rendered chat this way: the template holds BOS and the special tokens.
+  EMBER_ASSIGN_OR_RETURN(json tok, PostJson(port, "/tokenize", {{"content", tmpl["prompt"]}, {"add_special", false},
+                                                               {"parse_special", true}}));
+  if (!tok.contains("tokens") || !tok["tokens"].is_array() || tok["tokens"].empty())
+    return Internal("/tokenize returned no tokens");
+  for (const json& t : tok["tokens"])
+    if (!t.is_number_integer()) return Internal("/tokenize returned a non-integer token");
+  return tok["tokens"].get<std::vector<int32_t>>();
+}
+
 StatusOr<std::vector<std::vector<int32_t>>> ConversationTurnIds(int port, int turns) {
   if (turns < 1) return InvalidArgument("a conversation needs at least one turn");
   const auto script = ConversationScript(turns);
@@ -338,14 +351,8 @@ StatusOr<std::vector<std::vector<int32_t>>> ConversationTurnIds(int port, int tu
   json messages = json::array({{{"role", "system"}, {"content", "You are a patient travel adviser. Answer in two sentences."}}});
   for (int k = 0; k < turns; ++k) {
     messages.push_back({{"role", "user"}, {"content", script[k].first}});
-    EMBER_ASSIGN_OR_RETURN(json tmpl, PostJson(port, "/apply-template", {{"messages", messages}}));
-    if (!tmpl.contains("prompt") || !tmpl["prompt"].is_string()) return Internal("/apply-template returned no prompt");
-    // The server tokenizes a rendered chat this way: the template holds BOS and the special tokens.
-    EMBER_ASSIGN_OR_RETURN(json tok, PostJson(port, "/tokenize", {{"content", tmpl["prompt"]}, {"add_special", false},
-                                                                 {"parse_special", true}}));
-    if (!tok.contains("tokens") || !tok["tokens"].is_array() || tok["tokens"].empty())
-      return Internal("/tokenize returned no tokens");
-    out.push_back(tok["tokens"].get<std::vector<int32_t>>());
+    EMBER_ASSIGN_OR_RETURN(std::vector<int32_t> ids, RenderChatIds(port, messages));
+    out.push_back(std::move(ids));
     messages.push_back({{"role", "assistant"}, {"content", script[k].second}});
   }
   return out;

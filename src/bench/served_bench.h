@@ -115,6 +115,10 @@ StatusOr<std::vector<int32_t>> EogTokenIds(const std::string& ember_binary, cons
 // The fixed conversation: `turns` (user, assistant) pairs after a system prompt. Assistant replies are
 // scripted text (not generated), so every stack and every round sees the same prompts.
 std::vector<std::pair<std::string, std::string>> ConversationScript(int turns);
+// `messages` rendered by the server's own chat template (POST /apply-template, with the generation prompt)
+// and tokenized by its own tokenizer (POST /tokenize, specials parsed, none added): the ids its chat
+// endpoint would compute. ember and llama-server both offer the two endpoints.
+StatusOr<std::vector<int32_t>> RenderChatIds(int port, const nlohmann::json& messages);
 // Turn k's prompt ids (system + k user messages + the k-1 scripted replies between them, with the
 // generation prompt), templated and tokenized by the server on `port`.
 StatusOr<std::vector<std::vector<int32_t>>> ConversationTurnIds(int port, int turns);

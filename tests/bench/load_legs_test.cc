@@ -169,7 +169,8 @@ TEST(ServedClient, FoldsTimingsAndWhetherCachedTokensWereReported) {
 }
 
 // A streaming completions + chat server that records every body and how many requests overlapped.
-// Replies are `n` chunks ("w0 w1 ..."), 2 ms apart, with usage (cached tokens 0) and [DONE].
+// Replies are `n` chunks ("w0 w1 ..."), 2 ms apart, with usage (cached tokens 0) and [DONE]. Its
+// /apply-template renders messages as their JSON (recorded), /tokenize gives one id per 4 bytes.
 class RecordingServer {
  public:
   RecordingServer() {
@@ -206,6 +207,19 @@ class RecordingServer {
     };
     server_.Post("/v1/completions", handler);
     server_.Post("/v1/chat/completions", handler);
+    server_.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+      json body = json::parse(req.body, nullptr, false);
+      {
+        MutexLock l(&mu_);
+        templates_.push_back(body["messages"]);
+      }
+      res.set_content(json{{"prompt", body["messages"].dump()}}.dump(), "application/json");
+    });
+    server_.Post("/tokenize", [](const httplib::Request& req, httplib::Response& res) {
+      json body = json::parse(req.body, nullptr, false);
+      const size_t n = body["content"].get<std::string>().size() / 4 + 1;
+      res.set_content(json{{"tokens", std::vector<int32_t>(n, 7)}}.dump(), "application/json");
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -220,6 +234,10 @@ class RecordingServer {
     MutexLock l(&mu_);
     return bodies_;
   }
+  std::vector<json> templates() {
+    MutexLock l(&mu_);
+    return templates_;
+  }
 
  private:
   httplib::Server server_;
@@ -228,6 +246,7 @@ class RecordingServer {
   std::atomic<int> active_{0}, max_active_{0};
   Mutex mu_;
   std::vector<json> bodies_ GUARDED_BY(mu_);
+  std::vector<json> templates_ GUARDED_BY(mu_);
 };
 
 TEST(LoadLegs, ClientLevelRunsEveryClientAtOnceWithExactLengthRequests) {
@@ -259,16 +278,24 @@ TEST(LoadLegs, ClientLevelRunsEveryClientAtOnceWithExactLengthRequests) {
 TEST(LoadLegs, AgentsKeepTheirOwnHistoriesUnderTheSharedPreamble) {
   RecordingServer server;
   AgentScript script = MakeAgentScript(3, 2, 200);
-  auto m = RunAgents({server.port(), {}, 30}, script, 5);
+  auto m = RunAgents({server.port(), {128009}, 30}, script, 5);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->clients, 3);
   EXPECT_EQ(m->requests, 6);
   EXPECT_EQ(m->completion_tokens, 30);
+  // Every turn: the server renders the history, tokenizes it, and the ids go to /v1/completions.
   auto bodies = server.bodies();
   ASSERT_EQ(bodies.size(), 6u);
-  int second_turns = 0;
   for (const auto& b : bodies) {
-    const json& msgs = b["messages"];
+    EXPECT_TRUE(b.contains("prompt") && b["prompt"].is_array() && !b["prompt"].empty()) << b.dump();
+    EXPECT_FALSE(b.contains("messages"));
+    EXPECT_EQ(b["max_tokens"], 5);
+    EXPECT_EQ(b["ignore_eos"], true);
+  }
+  auto templates = server.templates();
+  ASSERT_EQ(templates.size(), 6u);
+  int second_turns = 0;
+  for (const auto& msgs : templates) {
     ASSERT_GE(msgs.size(), 2u);
     EXPECT_EQ(msgs[0]["role"], "system");
     EXPECT_EQ(msgs[0]["content"], script.preamble);  // shared, byte for byte
@@ -287,6 +314,7 @@ TEST(LoadLegs, AgentsKeepTheirOwnHistoriesUnderTheSharedPreamble) {
     }
   }
   EXPECT_EQ(second_turns, 3);
+  EXPECT_GT(m->prompt_tokens, 6 * 200);  // the ids the server's tokenizer gave (one per 4 bytes here)
 }
 
 TEST(LoadLegs, AFailedClientFailsTheLevelNamingIt) {
