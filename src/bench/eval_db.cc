@@ -20,8 +20,8 @@ constexpr const char* kColumns =
     "created_at, ember_commit, ember_dirty, stack, stack_version, stack_variant, model_path, model_hash, "
     "arch, params, dtype, leg, threads, prompt_tokens, gen_tokens, cached_tokens, context_tokens, turn, "
     "prefill_tok_s, decode_tok_s, ttft_ms, ready_ms, peak_rss_bytes, n_runs, spread, tag, preflight_ok, "
-    "machine_state, samples";
-constexpr int kNumColumns = 29;
+    "machine_state, samples, clients, ttft_p95_ms, wall_ms";
+constexpr int kNumColumns = 32;
 
 std::optional<int64_t> OptBool(const std::optional<bool>& b) {
   return b ? std::optional<int64_t>(*b ? 1 : 0) : std::nullopt;
@@ -51,6 +51,9 @@ void BindRow(SqliteStmt& st, const EvalRow& r) {
   st.Bind(i++, OptBool(r.preflight_ok));
   st.BindText(i++, r.machine_state);
   st.BindText(i++, r.samples);
+  st.Bind(i++, r.clients);
+  st.Bind(i++, r.ttft_p95_ms);
+  st.Bind(i++, r.wall_ms);
 }
 
 EvalRow ReadRow(const SqliteStmt& st) {
@@ -79,6 +82,9 @@ EvalRow ReadRow(const SqliteStmt& st) {
   if (auto p = st.ColumnInt(i++)) r.preflight_ok = *p != 0;
   r.machine_state = st.ColumnText(i++).value_or("{}");
   r.samples = st.ColumnText(i++).value_or("[]");
+  r.clients = st.ColumnInt(i++);
+  r.ttft_p95_ms = st.ColumnDouble(i++);
+  r.wall_ms = st.ColumnDouble(i++);
   return r;
 }
 
@@ -126,9 +132,10 @@ StatusOr<std::vector<EvalRow>> EvalDb::List(const EvalFilter& f) const {
 }
 
 StatusOr<bool> EvalDb::HasCell(const std::string& commit, const std::string& model_hash, const std::string& stack,
-                               const std::string& leg, int64_t threads) const {
+                               const std::string& leg, int64_t threads, bool measured_only) const {
   EMBER_ASSIGN_OR_RETURN(SqliteStmt st, db_->Prepare(
-      "SELECT 1 FROM evals WHERE ember_commit = ? AND model_hash = ? AND stack = ? AND leg = ? AND threads = ? LIMIT 1"));
+      std::string("SELECT 1 FROM evals WHERE ember_commit = ? AND model_hash = ? AND stack = ? AND leg = ? AND threads = ?") +
+      (measured_only ? " AND (tag IS NULL OR tag != 'n/a')" : "") + " LIMIT 1"));
   st.BindText(1, commit);
   st.BindText(2, model_hash);
   st.BindText(3, stack);

@@ -29,6 +29,9 @@ struct EvalRow {
   std::string leg;                // "direct", "served", "cache-warm", ...
   std::optional<int64_t> threads, prompt_tokens, gen_tokens, cached_tokens, context_tokens, turn;
   std::optional<double> prefill_tok_s, decode_tok_s, ttft_ms, ready_ms;
+  // Load legs: concurrent clients (or agents) of this row, TTFT p95 (ttft_ms holds the p50), wall time.
+  std::optional<int64_t> clients;
+  std::optional<double> ttft_p95_ms, wall_ms;
   std::optional<int64_t> peak_rss_bytes, n_runs;
   std::optional<double> spread;
   std::optional<std::string> tag;            // stability tag: stable / stabilized / unstable
@@ -56,9 +59,10 @@ class EvalDb {
 
   StatusOr<int64_t> Insert(const EvalRow& row);
   StatusOr<std::vector<EvalRow>> List(const EvalFilter& filter) const;
-  // Whether a row for this cell already exists (resumable h2h runs skip it).
+  // Whether a row for this cell already exists (resumable h2h runs skip it). `measured_only`: rows
+  // tagged n/a do not count (a stack that can run the leg now supersedes its earlier n/a row).
   StatusOr<bool> HasCell(const std::string& commit, const std::string& model_hash, const std::string& stack,
-                         const std::string& leg, int64_t threads) const;
+                         const std::string& leg, int64_t threads, bool measured_only = false) const;
 
   // xxh3-64 of the file's contents, cached in the DB by path + size + mtime so a 10 GB model is
   // hashed once, and re-hashed whenever it changes.

@@ -50,6 +50,13 @@ const std::vector<Migration>& EvalMigrations() {
           hash TEXT NOT NULL
         );
       )sql"},
+      // v3: the load legs (concurrency, agents): one row per client count, with TTFT p95 and the
+      // workload's wall time beside the p50 in ttft_ms.
+      {3, R"sql(
+        ALTER TABLE evals ADD COLUMN clients INTEGER;
+        ALTER TABLE evals ADD COLUMN ttft_p95_ms REAL;
+        ALTER TABLE evals ADD COLUMN wall_ms REAL;
+      )sql"},
   };
   return kMigrations;
 }

@@ -5,6 +5,7 @@
 
 #include "bench/eval_format.h"
 #include "bench/preflight.h"
+#include "bench/stats.h"
 
 namespace ember::bench {
 namespace {
@@ -28,6 +29,19 @@ const TurnMeasurement* FindTurn(const RunMeasurement& m, int turn) {
     if (t.turn == turn) return &t;
   return nullptr;
 }
+
+const LoadMeasurement* FindLevel(const RunMeasurement& m, int clients) {
+  for (const auto& l : m.levels)
+    if (l.clients == clients) return &l;
+  return nullptr;
+}
+
+std::vector<int> LevelsOf(Leg leg, const H2hConfig& cfg) {
+  if (leg == Leg::kConcurrency) return cfg.clients;
+  if (leg == Leg::kAgents) return {cfg.agents};
+  return {};
+}
+
 
 nlohmann::json SampleJson(const RunMeasurement& m, size_t round, bool extra) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
@@ -53,9 +67,17 @@ class LegRun {
  public:
   LegRun(const H2hConfig& cfg, H2hEnv& env, const std::string& model, const std::string& hash, Leg leg,
          const std::vector<StackRunner*>& stacks, const std::vector<int32_t>& tokens)
-      : cfg_(cfg), env_(env), model_(model), hash_(hash), leg_(leg), metrics_(MetricsForLeg(leg, cfg.turns)) {
+      : cfg_(cfg), env_(env), model_(model), hash_(hash), leg_(leg),
+        metrics_(MetricsForLeg(leg, cfg.turns, LevelsOf(leg, cfg))) {
     for (StackRunner* s : stacks) cells_.push_back({s, {}, ""});
     req_ = {model, tokens, cfg.gen_tokens, cfg.threads, {}, cfg.turn_gen_tokens};
+    req_.clients = cfg.clients;
+    req_.client_gen_tokens = cfg.client_gen_tokens;
+    req_.client_prompt_tokens = cfg.client_prompt_tokens;
+    req_.agents = cfg.agents;
+    req_.agent_turns = cfg.agent_turns;
+    req_.agent_gen_tokens = cfg.agent_gen_tokens;
+    req_.preamble_tokens = cfg.preamble_tokens;
   }
 
   void SetTurns(std::vector<std::vector<int32_t>> turns) { req_.turns = std::move(turns); }
@@ -140,7 +162,7 @@ class LegRun {
   }
 
   void Store(const StackCell& c, const std::optional<CellStability>& v, H2hSummary& out) {
-    CellOutcome o{model_, c.runner->name(), LegName(leg_), "", std::nullopt, std::nullopt};
+    CellOutcome o{model_, c.runner->name(), LegName(leg_), "", std::nullopt, std::nullopt, {}};
     if (!v) {
       o.status = "failed: " + (c.error.empty() ? std::string("no measured rounds") : c.error);
       ++out.failed;
@@ -148,6 +170,7 @@ class LegRun {
       return;
     }
     if (IsCacheLeg(leg_)) return StoreTurns(c, *v, out);
+    if (IsLoadLeg(leg_)) return StoreLevels(c, *v, out);
     EvalRow r = BaseRow(c);
     nlohmann::json samples = nlohmann::json::array();
     double spread = 1;
@@ -184,7 +207,7 @@ class LegRun {
 
   // Cache legs: one row per turn, each with its own stability verdict, spread and cached tokens.
   void StoreTurns(const StackCell& c, const CellStability& v, H2hSummary& out) {
-    CellOutcome o{model_, c.runner->name(), LegName(leg_), "stored", std::nullopt, v.tag};
+    CellOutcome o{model_, c.runner->name(), LegName(leg_), "stored", std::nullopt, v.tag, {}};
     int64_t peak = 0;
     std::optional<std::string> version, variant;
     for (const auto& m : c.runs) {
@@ -227,6 +250,90 @@ class LegRun {
     out.cells.push_back(std::move(o));
   }
 
+  // Load legs: one row per level. The judged metrics (see MetricsForLeg) carry the stability verdict;
+  // p95, wall time, aggregate rate and token counts are the median over the measured rounds.
+  void StoreLevels(const StackCell& c, const CellStability& v, H2hSummary& out) {
+    CellOutcome o{model_, c.runner->name(), LegName(leg_), "stored", std::nullopt, v.tag, nlohmann::json::array()};
+    int64_t peak = 0;
+    std::optional<std::string> version, variant;
+    for (const auto& m : c.runs) {
+      peak = std::max(peak, m.peak_rss_bytes);
+      if (!version && m.version) version = m.version;
+      if (!variant && m.variant) variant = m.variant;
+    }
+    for (int level : LevelsOf(leg_, cfg_)) {
+      EvalRow r = BaseRow(c);
+      r.clients = level;
+      r.prompt_tokens = leg_ == Leg::kAgents ? std::nullopt : std::optional<int64_t>(cfg_.client_prompt_tokens);
+      r.gen_tokens = leg_ == Leg::kAgents ? cfg_.agent_gen_tokens : cfg_.client_gen_tokens;
+      StabilityTag tag = StabilityTag::kStable;
+      double spread = 1;
+      for (size_t k = 0; k < metrics_.size(); ++k) {
+        if (metrics_[k].clients != level) continue;
+        const MetricOutcome& mo = v.metrics[k];
+        tag = WorseTag(tag, mo.tag);
+        if (std::isfinite(mo.spread)) spread = std::max(spread, mo.spread);
+        if (!std::isfinite(mo.value)) continue;
+        if (metrics_[k].load_field == &LoadMeasurement::aggregate_tok_s) r.decode_tok_s = mo.value;
+        if (metrics_[k].load_field == &LoadMeasurement::ttft_p50_ms) r.ttft_ms = mo.value;
+        if (metrics_[k].load_field == &LoadMeasurement::wall_ms) r.wall_ms = mo.value;
+      }
+      std::vector<double> p95, wall, agg, prompt, recomputed;
+      nlohmann::json samples = nlohmann::json::array();
+      for (size_t i = 0; i < c.runs.size(); ++i) {
+        const LoadMeasurement* l = FindLevel(c.runs[i], level);
+        nlohmann::json j = {{"round", i + 1}, {"extra", i >= static_cast<size_t>(cfg_.rounds)}, {"clients", level}};
+        if (l) {
+          p95.push_back(l->ttft_p95_ms);
+          wall.push_back(l->wall_ms);
+          agg.push_back(l->aggregate_tok_s);
+          prompt.push_back(static_cast<double>(l->prompt_tokens));
+          if (l->recomputed_tokens >= 0) recomputed.push_back(static_cast<double>(l->recomputed_tokens));
+          j["raw"] = l->raw;
+        }
+        samples.push_back(std::move(j));
+      }
+      if (!p95.empty()) r.ttft_p95_ms = Median(p95);
+      if (!r.wall_ms && !wall.empty()) r.wall_ms = Median(wall);
+      if (!r.decode_tok_s && !agg.empty()) r.decode_tok_s = Median(agg);
+      if (leg_ == Leg::kAgents && !prompt.empty()) r.prompt_tokens = static_cast<int64_t>(Median(prompt));
+      // cached = prompt - recomputed; unknown (NULL) when the stack never said what it recomputed.
+      if (r.prompt_tokens && recomputed.size() == c.runs.size() && !recomputed.empty())
+        r.cached_tokens = leg_ == Leg::kAgents ? *r.prompt_tokens - static_cast<int64_t>(Median(recomputed))
+                                               : static_cast<int64_t>(level) * *r.prompt_tokens -
+                                                     static_cast<int64_t>(Median(recomputed));
+      else
+        r.cached_tokens = std::nullopt;
+      r.spread = spread;
+      r.tag = StabilityTagName(tag);
+      r.n_runs = static_cast<int64_t>(c.runs.size());
+      r.peak_rss_bytes = peak;
+      r.stack_version = version;
+      r.stack_variant = variant;
+      if (!r.stack_version && r.stack == "ember") r.stack_version = env_.revision.commit.substr(0, 12);
+      r.samples = samples.dump();
+      auto opt = [](const auto& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
+      o.figures.push_back({{"clients", level},
+                           {"aggregate_tok_s", opt(r.decode_tok_s)},
+                           {"ttft_p50_ms", opt(r.ttft_ms)},
+                           {"ttft_p95_ms", opt(r.ttft_p95_ms)},
+                           {"wall_ms", opt(r.wall_ms)},
+                           {"prompt_tokens", opt(r.prompt_tokens)},
+                           {"recomputed_tokens", recomputed.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(recomputed))},
+                           {"tag", StabilityTagName(tag)}});
+      auto id = env_.db->Insert(r);
+      if (!id.ok()) {
+        o.status = "failed: " + id.status().ToString();
+        break;
+      }
+      if (!o.row_id) o.row_id = *id;
+    }
+    (o.status == "stored" ? out.stored : out.failed)++;
+    Log(o.status + ": " + Label(c, std::string(StabilityTagName(v.tag)) + ", " + std::to_string(o.figures.size()) +
+                                       (leg_ == Leg::kAgents ? " workload" : " levels")));
+    out.cells.push_back(std::move(o));
+  }
+
   static std::optional<double> EvalRow::*RowField(const LegMetric& m) {
     if (m.field == &RunMeasurement::prefill_tok_s) return &EvalRow::prefill_tok_s;
     if (m.field == &RunMeasurement::decode_tok_s) return &EvalRow::decode_tok_s;
@@ -258,9 +365,20 @@ Status CheckSetup(const H2hConfig& cfg, const H2hEnv& env) {
   if (cfg.models.empty()) return InvalidArgument("h2h: no models");
   if (cfg.rounds < 1 || cfg.threads < 1 || cfg.prompt_tokens < 1 || cfg.gen_tokens < 2)
     return InvalidArgument("h2h: rounds, threads and prompt tokens must be >= 1 and gen tokens >= 2");
-  for (Leg l : cfg.legs)
+  for (Leg l : cfg.legs) {
     if (IsCacheLeg(l) && (cfg.turns < 1 || cfg.turn_gen_tokens < 1))
       return InvalidArgument("h2h: cache legs need turns and turn tokens >= 1");
+    if (l == Leg::kConcurrency) {
+      if (cfg.clients.empty()) return InvalidArgument("h2h: the concurrency leg needs client counts (--clients)");
+      for (int c : cfg.clients)
+        if (c < 1 || c > 64) return InvalidArgument("h2h: --clients must each be 1..64, not " + std::to_string(c));
+      if (cfg.client_gen_tokens < 2 || cfg.client_prompt_tokens < 2)
+        return InvalidArgument("h2h: --client-tokens and --client-prompt must be >= 2");
+    }
+    if (l == Leg::kAgents && (cfg.agents < 1 || cfg.agents > 32 || cfg.agent_turns < 1 || cfg.agent_gen_tokens < 1 ||
+                              cfg.preamble_tokens < 0))
+      return InvalidArgument("h2h: the agents leg needs 1..32 agents, turns and agent tokens >= 1, preamble >= 0");
+  }
   return Status::Ok();
 }
 
@@ -286,8 +404,25 @@ Status StoreNotApplicable(const H2hConfig& cfg, H2hEnv& env, const std::string& 
 
 }  // namespace
 
-std::vector<LegMetric> MetricsForLeg(Leg leg, int turns) {
+std::vector<LegMetric> MetricsForLeg(Leg leg, int turns, const std::vector<int>& levels) {
   switch (leg) {
+    case Leg::kConcurrency: {
+      std::vector<LegMetric> v;
+      for (int c : levels) {
+        const std::string n = std::to_string(c);
+        v.push_back({{"aggregate_tok_s_c" + n, Direction::kHigherIsFaster}, nullptr, 0, c, &LoadMeasurement::aggregate_tok_s});
+        v.push_back({{"ttft_p50_ms_c" + n, Direction::kLowerIsFaster}, nullptr, 0, c, &LoadMeasurement::ttft_p50_ms});
+      }
+      return v;
+    }
+    case Leg::kAgents: {
+      std::vector<LegMetric> v;
+      for (int c : levels) {
+        v.push_back({{"wall_ms", Direction::kLowerIsFaster}, nullptr, 0, c, &LoadMeasurement::wall_ms});
+        v.push_back({{"ttft_p50_ms", Direction::kLowerIsFaster}, nullptr, 0, c, &LoadMeasurement::ttft_p50_ms});
+      }
+      return v;
+    }
     case Leg::kDirect:
       return {{{"prefill_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::prefill_tok_s},
               {{"decode_tok_s", Direction::kHigherIsFaster}, &RunMeasurement::decode_tok_s}};
@@ -305,6 +440,10 @@ std::vector<LegMetric> MetricsForLeg(Leg leg, int turns) {
 }
 
 double MetricValue(const RunMeasurement& m, const LegMetric& metric) {
+  if (metric.clients > 0 && metric.load_field) {
+    const LoadMeasurement* l = FindLevel(m, metric.clients);
+    return l ? l->*metric.load_field : std::nan("");
+  }
   if (metric.turn > 0) {
     const TurnMeasurement* t = FindTurn(m, metric.turn);
     return t ? t->ttft_ms : std::nan("");
@@ -322,10 +461,12 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
     for (Leg leg : cfg.legs) {
       std::vector<StackRunner*> todo;
       for (StackRunner* s : env.stacks) {
-        CellOutcome o{model, s->name(), LegName(leg), "", std::nullopt, std::nullopt};
+        CellOutcome o{model, s->name(), LegName(leg), "", std::nullopt, std::nullopt, {}};
         bool have = false;
         if (hash.ok() && !cfg.redo) {
-          auto h = env.db->HasCell(env.revision.commit, *hash, s->name(), LegName(leg), cfg.threads);
+          // A stack that can run the leg now is not held back by an n/a row of an earlier run (a peer
+          // that was not built then).
+          auto h = env.db->HasCell(env.revision.commit, *hash, s->name(), LegName(leg), cfg.threads, s->Supports(leg));
           have = h.ok() && *h;
         }
         if (!hash.ok()) o.status = "failed: " + hash.status().ToString();
@@ -350,7 +491,7 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
         if (!t.ok() || t->size() != static_cast<size_t>(cfg.turns)) {
           const std::string why = t.ok() ? "wrong number of turns" : t.status().ToString();
           for (StackRunner* s : todo)
-            out.cells.push_back({model, s->name(), LegName(leg), "failed: conversation: " + why, {}, {}});
+            out.cells.push_back({model, s->name(), LegName(leg), "failed: conversation: " + why, {}, {}, {}});
           out.failed += static_cast<int>(todo.size());
           continue;
         }
@@ -360,7 +501,7 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
         auto t = env.tokenize(model, cfg.prompt_tokens);
         if (!t.ok()) {
           for (StackRunner* s : todo)
-            out.cells.push_back({model, s->name(), LegName(leg), "failed: tokenize: " + t.status().ToString(), {}, {}});
+            out.cells.push_back({model, s->name(), LegName(leg), "failed: tokenize: " + t.status().ToString(), {}, {}, {}});
           out.failed += static_cast<int>(todo.size());
           continue;
         }
@@ -377,10 +518,12 @@ StatusOr<H2hSummary> RunH2h(const H2hConfig& cfg, H2hEnv& env) {
 
 nlohmann::json H2hSummaryToJson(const H2hSummary& s) {
   nlohmann::json cells = nlohmann::json::array();
-  for (const auto& c : s.cells)
+  for (const auto& c : s.cells) {
     cells.push_back({{"model", c.model}, {"stack", c.stack}, {"leg", c.leg}, {"status", c.status},
                      {"row_id", c.row_id ? nlohmann::json(*c.row_id) : nlohmann::json(nullptr)},
                      {"tag", c.tag ? nlohmann::json(StabilityTagName(*c.tag)) : nlohmann::json(nullptr)}});
+    if (!c.figures.is_null()) cells.back()["figures"] = c.figures;
+  }
   return {{"stored", s.stored}, {"skipped", s.skipped}, {"failed", s.failed}, {"cells", cells}};
 }
 

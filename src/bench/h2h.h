@@ -9,7 +9,9 @@
 //     `redo`.
 // A stack that cannot run a leg says why (StackRunner::SkipReason): an "n/a: ..." reason is stored as a
 // row tagged `n/a` so the report shows it; other reasons are only printed. Cache legs are judged per
-// turn (one metric per turn's TTFT) and stored as one row per turn.
+// turn (one metric per turn's TTFT) and stored as one row per turn. Load legs (concurrency, agents) are
+// judged per level (aggregate tok/s and TTFT p50 per client count; wall time and TTFT p50 of the agents
+// workload) and stored as one row per level, its client count in `clients`.
 //
 // Everything outside (stacks, DB, tokenizer, preflight, clock) comes in through H2hEnv, so tests run the
 // whole orchestration with fakes in milliseconds.
@@ -40,6 +42,10 @@ struct H2hConfig {
   int rounds = 5;
   int turns = 10;            // cache legs: turns of the conversation
   int turn_gen_tokens = 16;  // cache legs: tokens generated per turn
+  std::vector<int> clients = {1, 2, 4, 8};  // concurrency leg: client counts
+  int client_gen_tokens = 96;               // concurrency leg: tokens per client
+  int client_prompt_tokens = 64;            // concurrency leg: prompt ids per client
+  int agents = 4, agent_turns = 4, agent_gen_tokens = 32, preamble_tokens = 1400;  // agents leg
   bool warmup = true;
   bool redo = false;
   StabilityPolicy policy;
@@ -69,6 +75,7 @@ struct CellOutcome {
   std::string status;  // "stored", "skipped: already in the eval DB", "skipped: ...", "failed: ..."
   std::optional<int64_t> row_id;
   std::optional<StabilityTag> tag;
+  nlohmann::json figures;  // load legs: one object per level (the stored rows' figures); null otherwise
 };
 
 struct H2hSummary {
@@ -79,10 +86,13 @@ struct H2hSummary {
 // The metrics a leg's rounds are judged on, and how to read each from a measurement.
 struct LegMetric {
   MetricSpec spec;
-  std::optional<double> RunMeasurement::*field;  // unused when turn > 0
+  std::optional<double> RunMeasurement::*field;  // unused when turn > 0 or clients > 0
   int turn = 0;                                  // cache legs: the TTFT of this turn (1-based)
+  int clients = 0;                               // load legs: this level's ...
+  double LoadMeasurement::*load_field = nullptr; // ... figure
 };
-std::vector<LegMetric> MetricsForLeg(Leg leg, int turns = 10);
+// `levels`: the client counts of the concurrency leg, or {agents} for the agents leg.
+std::vector<LegMetric> MetricsForLeg(Leg leg, int turns = 10, const std::vector<int>& levels = {});
 // A metric's value in one measurement (NaN when the run did not produce it).
 double MetricValue(const RunMeasurement& m, const LegMetric& metric);
 

@@ -66,10 +66,12 @@ SectionKey SectionOf(const EvalRow& r) {
 // Latest row per (section, model, stack); rows arrive in id order, so later ones replace earlier.
 using Cells = std::map<SectionKey, std::map<std::string, std::map<std::string, EvalRow>>>;
 
+bool IsLoadLegRow(const EvalRow& r) { return r.leg == "concurrency" || r.leg == "agents"; }
+
 Cells LatestCells(const std::vector<EvalRow>& rows, bool with_turns) {
   Cells cells;
   for (const auto& r : rows)
-    if (r.turn.has_value() == with_turns) cells[SectionOf(r)][ModelKey(r)][r.stack] = r;
+    if (r.turn.has_value() == with_turns && !IsLoadLegRow(r)) cells[SectionOf(r)][ModelKey(r)][r.stack] = r;
   return cells;
 }
 
@@ -235,6 +237,64 @@ void AddTurnSections(const std::vector<EvalRow>& rows, const ReportOptions& o, R
   }
 }
 
+// Load legs (concurrency, agents): per leg and thread count, aggregate tok/s against client count per
+// model (one line per stack) and a table of every level's figures; the latest row of each level.
+void AddLoadSections(const std::vector<EvalRow>& rows, const ReportOptions& o, ReportFiles& out) {
+  // (leg, threads) -> model -> stack -> clients -> latest row; n/a rows keep their reason.
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, std::map<std::string, std::map<int64_t, EvalRow>>>> secs;
+  std::map<std::pair<std::string, int64_t>, std::vector<EvalRow>> na;
+  for (const auto& r : rows) {
+    if (!IsLoadLegRow(r)) continue;
+    const auto key = std::make_pair(r.leg, r.threads.value_or(0));
+    if (NotApplicable(r)) na[key].push_back(r);
+    else if (r.clients) secs[key][ModelKey(r)][r.stack][*r.clients] = r;
+  }
+  int n = 0;
+  for (const auto& [key, models] : secs) {
+    const std::string title = key.first + " leg, " + std::to_string(key.second) + (key.second == 1 ? " thread" : " threads");
+    out.markdown += "## " + title + "\n\n";
+    out.markdown += key.first == "agents"
+                        ? "Agents under one shared preamble, each with its own history, all at once; every stack "
+                          "through the same HTTP client. Prompt tokens: sent / computed by the server (the rest came "
+                          "from its cache; '?' where the server did not say).\n\n"
+                        : "Concurrent streaming clients, each one greedy completion of a fixed length, through the "
+                          "same HTTP client for every stack; aggregate = all completion tokens / wall time.\n\n";
+    for (const auto& [model, stacks] : models) {
+      if (key.first == "concurrency") {
+        LineChart chart{title + ": " + BaseName(stacks.begin()->second.begin()->second.model_path), "concurrent clients",
+                        "aggregate tok/s (higher is faster)", {}};
+        for (const auto& [st, levels] : stacks) {
+          LineSeries ls{st, {}, {}};
+          for (const auto& [c, r] : levels)
+            if (r.decode_tok_s) ls.x.push_back(static_cast<double>(c)), ls.y.push_back(*r.decode_tok_s);
+          chart.series.push_back(std::move(ls));
+        }
+        const std::string name = "load-" + std::to_string(n++) + ".svg";
+        out.svgs.emplace_back(name, RenderLineChart(chart));
+        out.markdown += "![" + chart.title + "](" + o.plots_dir + "/" + name + ")\n\n";
+      }
+      out.markdown +=
+          "| model | clients | stack | aggregate tok/s | TTFT p50 ms | TTFT p95 ms | wall ms | prompt tokens | runs | tag |\n"
+          "|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
+      for (const auto& [st, levels] : stacks)
+        for (const auto& [c, r] : levels) {
+          std::string prompt = r.prompt_tokens ? std::to_string(*r.prompt_tokens) : "-";
+          if (key.first == "agents")
+            prompt += " / " + (r.cached_tokens && r.prompt_tokens ? std::to_string(*r.prompt_tokens - *r.cached_tokens)
+                                                                  : std::string("?"));
+          out.markdown += "| " + BaseName(r.model_path) + " | " + std::to_string(c) + " | " + st + " | " +
+                          Opt(r.decode_tok_s, "%.1f") + " | " + Opt(r.ttft_ms, "%.0f") + " | " +
+                          Opt(r.ttft_p95_ms, "%.0f") + " | " + Opt(r.wall_ms, "%.0f") + " | " + prompt + " | " +
+                          (r.n_runs ? std::to_string(*r.n_runs) : "-") + " | " + r.tag.value_or("-") +
+                          (PreflightFailed(r) ? " \u2021" : "") + " |\n";
+        }
+      out.markdown += "\n";
+    }
+    for (const auto& r : na[key]) out.markdown += "- " + BaseName(r.model_path) + ", " + r.stack + ": " + NaReason(r) + "\n";
+    out.markdown += "\n";
+  }
+}
+
 std::string MachineLine(const std::vector<EvalRow>& rows) {
   nlohmann::json s = nlohmann::json::parse(rows.back().machine_state, nullptr, false);
   if (s.is_discarded() || !s.is_object()) return "";
@@ -279,6 +339,7 @@ ReportFiles BuildReport(const std::vector<EvalRow>& rows, const ReportOptions& o
       "is faster.\n\n";
   AddBarSections(LatestCells(rows, false), o, out);
   AddTurnSections(rows, o, out);
+  AddLoadSections(rows, o, out);
   return out;
 }
 

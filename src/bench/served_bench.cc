@@ -71,6 +71,7 @@ ServeFlags ProbeServeFlags(const std::string& ember_binary) {
   const std::string& h = help->out;
   f.threads = h.find("--threads") != std::string::npos;
   f.ssd_cache = h.find("--ssd-cache") != std::string::npos;
+  f.parallel = h.find("--parallel") != std::string::npos;
   return f;
 }
 
@@ -80,7 +81,20 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
   std::vector<std::string> argv = {s.ember_binary, "serve", s.model, "--host", "127.0.0.1", "--port", "0"};
   if (s.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(s.threads)});
   argv.insert(argv.end(), s.extra.begin(), s.extra.end());
+  return Launch(std::move(argv), 0, s.ready_timeout_s, "ember serve");
+}
+
+StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartCommand(const std::vector<std::string>& argv, int port,
+                                                                     double ready_timeout_s, const std::string& name) {
+  if (argv.empty() || port <= 0) return InvalidArgument("StartCommand needs an argv and a port");
+  return Launch(argv, port, ready_timeout_s, name);
+}
+
+StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Launch(std::vector<std::string> argv, int port,
+                                                               double ready_timeout_s, std::string name) {
   std::unique_ptr<ServerProcess> p(new ServerProcess());
+  p->name_ = std::move(name);
+  p->port_ = port;
   p->log_path_ = TempPath("ember-serve", ".log");
   ProcessOptions po;
   po.argv = std::move(argv);
@@ -89,10 +103,16 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
   po.stderr_mode = OutputMode::kSameAsStdout;
   const int64_t t0 = NowUs();
   EMBER_ASSIGN_OR_RETURN(p->process_, Process::Start(po));
-  // The port line ("... on http://127.0.0.1:PORT"), then the first 200 from /health.
+  // The port line ("... on http://127.0.0.1:PORT") unless the port was given, then the first 200 from /health.
   static const std::regex kPort(R"(on http://[^\s:]+:(\d+))");
-  const int64_t deadline = t0 + static_cast<int64_t>(s.ready_timeout_s * 1e6);
+  const int64_t deadline = t0 + static_cast<int64_t>(ready_timeout_s * 1e6);
   auto exited = [&p]() { return p->process_->HasExited(); };
+  // How a child that is gone ended ("exited 1", "died of signal 4"): a crash reads differently from a refusal.
+  auto how = [&p]() {
+    const ProcessResult r = p->process_->Wait(1);
+    return r.signal != 0 ? "died of signal " + std::to_string(r.signal) : "exited " + std::to_string(r.exit_code);
+  };
+  const std::string& who = p->name_;
   while (p->port_ == 0) {
     std::smatch m;
     const std::string log = ReadTail(p->log_path_, 1 << 16);
@@ -100,8 +120,8 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
       p->port_ = std::stoi(m[1].str());
       break;
     }
-    if (exited()) return Internal("ember serve exited before listening: " + log.substr(0, 800));
-    if (NowUs() > deadline) return ResourceExhausted("ember serve did not listen within the time limit: " + log.substr(0, 800));
+    if (exited()) return Internal(who + " " + how() + " before listening: " + log.substr(0, 800));
+    if (NowUs() > deadline) return ResourceExhausted(who + " did not listen within the time limit: " + log.substr(0, 800));
     Env::Default()->SleepForMicros(2000);
   }
   httplib::Client cli("127.0.0.1", p->port_);
@@ -110,8 +130,8 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServeSpawn& 
   for (;;) {
     auto res = cli.Get("/health");
     if (res && res->status == 200) break;
-    if (exited()) return Internal("ember serve exited before /health answered: " + p->Log());
-    if (NowUs() > deadline) return ResourceExhausted("ember serve: /health did not answer 200 in time");
+    if (exited()) return Internal(who + " " + how() + " before /health answered: " + p->Log());
+    if (NowUs() > deadline) return ResourceExhausted(who + ": /health did not answer 200 in time: " + p->Log());
     Env::Default()->SleepForMicros(10'000);
   }
   p->ready_ms_ = MsSince(t0);
@@ -150,11 +170,11 @@ std::optional<int> ServerProcess::EngineThreads() const {
 }
 
 StatusOr<int> ServerProcess::Stop(double grace_s) {
-  if (process_->HasExited()) return Internal("ember serve had already exited");
+  if (process_->HasExited()) return Internal(name_ + " had already exited");
   process_->Signal(SIGTERM);
   const ProcessResult r = process_->Wait(grace_s);  // SIGKILL to the group past grace_s
-  if (r.timed_out) return ResourceExhausted("ember serve did not drain within " + std::to_string(grace_s) + " s; killed");
-  if (r.signal != 0) return Internal("ember serve died of signal " + std::to_string(r.signal));
+  if (r.timed_out) return ResourceExhausted(name_ + " did not drain within " + std::to_string(grace_s) + " s; killed");
+  if (r.signal != 0) return Internal(name_ + " died of signal " + std::to_string(r.signal));
   return r.exit_code;
 }
 
@@ -182,8 +202,14 @@ void FoldCompletionEvent(const std::string& data, double t_ms, CompletionTiming&
     if (u.contains("prompt_tokens_details") && u["prompt_tokens_details"].is_object()) {
       const json& d = u["prompt_tokens_details"];
       t.cached_tokens = d.value("cached_tokens", 0);
+      t.cached_reported = d.contains("cached_tokens") && d["cached_tokens"].is_number_integer();
       if (d.contains("cache_tier") && d["cache_tier"].is_string()) t.cache_tier = d["cache_tier"].get<std::string>();
     }
+  }
+  if (j.contains("timings") && j["timings"].is_object()) {
+    const json& tm = j["timings"];
+    if (tm.contains("prompt_n") && tm["prompt_n"].is_number_integer()) t.timings_prompt_n = tm["prompt_n"].get<int>();
+    if (tm.contains("cache_n") && tm["cache_n"].is_number_integer()) t.timings_cache_n = tm["cache_n"].get<int>();
   }
   if (!j.contains("choices") || !j["choices"].is_array()) return;
   for (const json& c : j["choices"]) {
@@ -201,19 +227,24 @@ void FoldCompletionEvent(const std::string& data, double t_ms, CompletionTiming&
   }
 }
 
-StatusOr<CompletionTiming> StreamCompletion(int port, const CompletionCall& call) {
+StatusOr<CompletionTiming> StreamCompletion(int port, const CompletionCall& call, const CompletionBody& more) {
   json bias = json::object();
   for (int32_t id : call.banned) bias[std::to_string(id)] = -100;
-  json body = {{"model", "bench"},      {"prompt", call.prompt},  {"max_tokens", call.max_tokens},
+  const bool chat = !more.messages.is_null();
+  const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
+  json body = {{"model", "bench"},      {"max_tokens", call.max_tokens},
                {"temperature", 0},      {"stream", true},         {"stream_options", {{"include_usage", true}}}};
+  if (chat) body["messages"] = more.messages;
+  else body["prompt"] = call.prompt;
   if (!call.cache_salt.empty()) body["cache_salt"] = call.cache_salt;
   if (!bias.empty()) body["logit_bias"] = bias;
+  if (more.extra.is_object()) body.update(more.extra);
   httplib::Client cli("127.0.0.1", port);
   cli.set_connection_timeout(10, 0);
   cli.set_read_timeout(static_cast<time_t>(std::max(1.0, call.timeout_s)), 0);
   httplib::Request req;
   req.method = "POST";
-  req.path = "/v1/completions";
+  req.path = path;
   req.body = body.dump();
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "text/event-stream");
@@ -229,11 +260,11 @@ StatusOr<CompletionTiming> StreamCompletion(int port, const CompletionCall& call
   };
   auto res = cli.send(req);
   t.total_ms = MsSince(t0);
-  if (!res) return IoError("POST /v1/completions: " + httplib::to_string(res.error()));
-  if (res->status != 200) return Internal("POST /v1/completions: HTTP " + std::to_string(res->status) + ": " + head.substr(0, 300));
-  if (!error.empty()) return Internal("POST /v1/completions: " + error);
-  if (t.ttft_ms == 0) return Internal("POST /v1/completions: the stream carried no content");
-  if (t.completion_tokens == 0) return Internal("POST /v1/completions: the stream carried no usage");
+  if (!res) return IoError("POST " + path + ": " + httplib::to_string(res.error()));
+  if (res->status != 200) return Internal("POST " + path + ": HTTP " + std::to_string(res->status) + ": " + head.substr(0, 300));
+  if (!error.empty()) return Internal("POST " + path + ": " + error);
+  if (t.ttft_ms == 0) return Internal("POST " + path + ": the stream carried no content");
+  if (t.completion_tokens == 0) return Internal("POST " + path + ": the stream carried no usage");
   return t;
 }
 
@@ -300,6 +331,19 @@ std::vector<std::pair<std::string, std::string>> ConversationScript(int turns) {
   return out;
 }
 
+StatusOr<std::vector<int32_t>> RenderChatIds(int port, const json& messages) {
+  EMBER_ASSIGN_OR_RETURN(json tmpl, PostJson(port, "/apply-template", {{"messages", messages}}));
+  if (!tmpl.contains("prompt") || !tmpl["prompt"].is_string()) return Internal("/apply-template returned no prompt");
+  // The server tokenizes a rendered chat this way: the template holds BOS and the special tokens.
+  EMBER_ASSIGN_OR_RETURN(json tok, PostJson(port, "/tokenize", {{"content", tmpl["prompt"]}, {"add_special", false},
+                                                               {"parse_special", true}}));
+  if (!tok.contains("tokens") || !tok["tokens"].is_array() || tok["tokens"].empty())
+    return Internal("/tokenize returned no tokens");
+  for (const json& t : tok["tokens"])
+    if (!t.is_number_integer()) return Internal("/tokenize returned a non-integer token");
+  return tok["tokens"].get<std::vector<int32_t>>();
+}
+
 StatusOr<std::vector<std::vector<int32_t>>> ConversationTurnIds(int port, int turns) {
   if (turns < 1) return InvalidArgument("a conversation needs at least one turn");
   const auto script = ConversationScript(turns);
@@ -307,14 +351,8 @@ StatusOr<std::vector<std::vector<int32_t>>> ConversationTurnIds(int port, int tu
   json messages = json::array({{{"role", "system"}, {"content", "You are a patient travel adviser. Answer in two sentences."}}});
   for (int k = 0; k < turns; ++k) {
     messages.push_back({{"role", "user"}, {"content", script[k].first}});
-    EMBER_ASSIGN_OR_RETURN(json tmpl, PostJson(port, "/apply-template", {{"messages", messages}}));
-    if (!tmpl.contains("prompt") || !tmpl["prompt"].is_string()) return Internal("/apply-template returned no prompt");
-    // The server tokenizes a rendered chat this way: the template holds BOS and the special tokens.
-    EMBER_ASSIGN_OR_RETURN(json tok, PostJson(port, "/tokenize", {{"content", tmpl["prompt"]}, {"add_special", false},
-                                                                 {"parse_special", true}}));
-    if (!tok.contains("tokens") || !tok["tokens"].is_array() || tok["tokens"].empty())
-      return Internal("/tokenize returned no tokens");
-    out.push_back(tok["tokens"].get<std::vector<int32_t>>());
+    EMBER_ASSIGN_OR_RETURN(std::vector<int32_t> ids, RenderChatIds(port, messages));
+    out.push_back(std::move(ids));
     messages.push_back({{"role", "assistant"}, {"content", script[k].second}});
   }
   return out;

@@ -33,6 +33,7 @@ namespace ember::bench {
 struct ServeFlags {
   bool threads = false;    // --threads N
   bool ssd_cache = false;  // --ssd-cache DIR / --no-ssd-cache
+  bool parallel = false;   // --parallel N (continuous batching: N sequences decode together)
 };
 ServeFlags ProbeServeFlags(const std::string& ember_binary);
 
@@ -47,6 +48,10 @@ struct ServeSpawn {
 class ServerProcess {
  public:
   static StatusOr<std::unique_ptr<ServerProcess>> Start(const ServeSpawn& spawn);
+  // Any OpenAI-compatible server (llama-server): `argv` as given, listening on `port`, which the caller
+  // chose and put in argv. Ready as `Start`: the first 200 from GET /health. `name` is for messages.
+  static StatusOr<std::unique_ptr<ServerProcess>> StartCommand(const std::vector<std::string>& argv, int port,
+                                                               double ready_timeout_s, const std::string& name);
   ~ServerProcess();  // SIGKILLs the process group if still running
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -64,7 +69,11 @@ class ServerProcess {
 
  private:
   ServerProcess() = default;
+  // Spawns argv with its output in the log; port 0: read it from ember's "on http://HOST:PORT" line.
+  static StatusOr<std::unique_ptr<ServerProcess>> Launch(std::vector<std::string> argv, int port,
+                                                         double ready_timeout_s, std::string name);
   std::unique_ptr<Process> process_;
+  std::string name_ = "ember serve";
   int port_ = 0;
   double ready_ms_ = 0;
   std::string log_path_;
@@ -73,6 +82,9 @@ class ServerProcess {
 struct CompletionTiming {
   double ttft_ms = 0, last_chunk_ms = 0, total_ms = 0;
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  bool cached_reported = false;  // usage.prompt_tokens_details.cached_tokens was present
+  // llama-server's `timings` (prompt_n: prompt tokens it computed, cache_n: reused); -1 when absent.
+  int timings_prompt_n = -1, timings_cache_n = -1;
   std::string cache_tier, finish_reason, text;
   // (completion_tokens - 1) / (first -> last content chunk); nullopt with fewer than 2 tokens.
   std::optional<double> DecodeTokS() const;
@@ -85,8 +97,13 @@ struct CompletionCall {
   std::vector<int32_t> banned;       // ids biased by -100 (end-of-generation ids: exact token counts)
   double timeout_s = 600;
 };
+// What the load legs add to a call (load_legs.h).
+struct CompletionBody {
+  nlohmann::json messages;  // non-null: POST /v1/chat/completions with these (the call's prompt unused)
+  nlohmann::json extra;     // more body fields, e.g. {"ignore_eos": true}
+};
 // One streaming greedy completion, measured at the client. Errors: transport, HTTP status, no content.
-StatusOr<CompletionTiming> StreamCompletion(int port, const CompletionCall& call);
+StatusOr<CompletionTiming> StreamCompletion(int port, const CompletionCall& call, const CompletionBody& more = {});
 
 // Folds one SSE `data:` payload of a completions stream into `t` (exposed for tests). `t_ms` is the time
 // since the request was sent.
@@ -98,6 +115,10 @@ StatusOr<std::vector<int32_t>> EogTokenIds(const std::string& ember_binary, cons
 // The fixed conversation: `turns` (user, assistant) pairs after a system prompt. Assistant replies are
 // scripted text (not generated), so every stack and every round sees the same prompts.
 std::vector<std::pair<std::string, std::string>> ConversationScript(int turns);
+// `messages` rendered by the server's own chat template (POST /apply-template, with the generation prompt)
+// and tokenized by its own tokenizer (POST /tokenize, specials parsed, none added): the ids its chat
+// endpoint would compute. ember and llama-server both offer the two endpoints.
+StatusOr<std::vector<int32_t>> RenderChatIds(int port, const nlohmann::json& messages);
 // Turn k's prompt ids (system + k user messages + the k-1 scripted replies between them, with the
 // generation prompt), templated and tokenized by the server on `port`.
 StatusOr<std::vector<std::vector<int32_t>>> ConversationTurnIds(int port, int turns);

@@ -22,9 +22,12 @@ enum class Leg {
   kCacheWarm,     // 10-turn conversation, RAM prefix cache: TTFT per turn
   kCacheRestore,  // the same, each turn the first request after a restart: SSD restore
   kCacheCold,     // the same with the cache off
+  kConcurrency,   // N concurrent streaming clients per level: aggregate tok/s, TTFT p50/p95 (load_legs.h)
+  kAgents,        // K agents, shared preamble, own histories, several turns: wall time, TTFT, recompute
 };
 
 inline bool IsCacheLeg(Leg leg) { return leg == Leg::kCacheWarm || leg == Leg::kCacheRestore || leg == Leg::kCacheCold; }
+inline bool IsLoadLeg(Leg leg) { return leg == Leg::kConcurrency || leg == Leg::kAgents; }
 
 struct LegSpec {
   Leg leg;
@@ -43,6 +46,25 @@ struct BenchRequest {
   // Cache legs: turn k's full prompt ids (the same for every stack), and tokens generated per turn.
   std::vector<std::vector<int32_t>> turns;
   int turn_gen_tokens = 16;
+  // Concurrency leg: the client counts, each client one greedy completion of `client_gen_tokens` of its
+  // own `client_prompt_tokens`-id prompt (derived from `tokens`, so no two clients share a prefix).
+  std::vector<int> clients = {1, 2, 4, 8};
+  int client_gen_tokens = 96, client_prompt_tokens = 64;
+  // Agents leg: `agents` chat histories under one shared preamble, `agent_turns` turns of
+  // `agent_gen_tokens` tokens each (load_legs.h AgentScript).
+  int agents = 4, agent_turns = 4, agent_gen_tokens = 32, preamble_tokens = 1400;
+};
+
+// One level of a load leg (a client count of the concurrency leg, or the whole agents workload), as the
+// client saw it. Every figure a plain number so the orchestration can point at it.
+struct LoadMeasurement {
+  int clients = 0, requests = 0;
+  double wall_ms = 0;          // first request sent -> last stream finished
+  double aggregate_tok_s = 0;  // all completion tokens / wall time
+  double ttft_p50_ms = 0, ttft_p95_ms = 0;
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t recomputed_tokens = -1;  // prompt tokens the server computed (not cached); -1: it did not say
+  nlohmann::json raw;          // per-request figures and how they were read
 };
 
 // One turn of a cache leg's conversation.
@@ -56,6 +78,7 @@ struct TurnMeasurement {
 struct RunMeasurement {
   std::optional<double> prefill_tok_s, decode_tok_s, ttft_ms, ready_ms;
   std::vector<TurnMeasurement> turns;                   // cache legs
+  std::vector<LoadMeasurement> levels;                  // load legs, in the order of BenchRequest::clients
   int64_t peak_rss_bytes = 0;
   std::optional<std::string> version, variant;          // stack version, e.g. CPU variant library
   std::optional<std::string> arch, dtype;
@@ -79,12 +102,21 @@ class StackRunner {
 
 // Direct: `ember bench MODEL --json --pp N --tg N --threads T --reps 1`. Served and cache legs: a fresh
 // `ember serve MODEL` per round (per turn for cache-restore), measured over loopback (served_bench.h).
-std::unique_ptr<StackRunner> MakeEmberRunner(const std::string& ember_binary, double timeout_s);
+// Load legs: a fresh `ember serve` per level, `serve_extra` appended (and `--parallel N` when serve has it).
+std::unique_ptr<StackRunner> MakeEmberRunner(const std::string& ember_binary, double timeout_s,
+                                             const std::vector<std::string>& serve_extra = {});
 // Direct: `node <runner.mjs> bench MODEL --tokens ... --gen N --threads T` (node-llama-cpp peer). Cache
 // legs: `runner.mjs converse` (one context sequence reused across turns, or a fresh one per turn; restore
 // through the sequence's state file). Served: n/a, node-llama-cpp has no HTTP server.
 std::unique_ptr<StackRunner> MakeLlamaCppRunner(const std::string& node, const std::string& runner_mjs,
                                                 double timeout_s);
+// Load legs only: a native `llama-server` (scripts/build-peer) per level (llama_server.h).
+struct LlamaServerOptions {
+  std::string binary;              // empty: not built, every leg is n/a
+  std::vector<std::string> extra;  // more llama-server flags (after ours, so they win)
+  double timeout_s = 900;
+};
+std::unique_ptr<StackRunner> MakeLlamaServerRunner(const LlamaServerOptions& options);
 
 // Parses a stack's JSON output into a measurement. Exposed for tests.
 StatusOr<RunMeasurement> ParseEmberBenchJson(const std::string& text);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench/llamacpp_peer.h"
+#include "bench/load_legs.h"
 #include "bench/served_bench.h"
 #include "bench/stack_runner.h"
 #include "util/subprocess.h"
@@ -41,7 +42,8 @@ StatusOr<RunMeasurement> RunAndParse(const std::vector<std::string>& argv, doubl
 
 class EmberRunner : public StackRunner {
  public:
-  EmberRunner(std::string binary, double timeout_s) : binary_(std::move(binary)), timeout_s_(timeout_s) {}
+  EmberRunner(std::string binary, double timeout_s, std::vector<std::string> serve_extra)
+      : binary_(std::move(binary)), timeout_s_(timeout_s), serve_extra_(std::move(serve_extra)) {}
   ~EmberRunner() override {
     std::error_code ec;
     if (!token_file_.empty()) std::filesystem::remove(token_file_, ec);
@@ -57,6 +59,7 @@ class EmberRunner : public StackRunner {
     if (!Supports(leg)) return Unimplemented(std::string("ember runner: leg ") + LegName(leg));
     if (leg == Leg::kServed) return RunServed(req);
     if (IsCacheLeg(leg)) return RunCache(leg, req);
+    if (IsLoadLeg(leg)) return RunLoad(leg, req);
     std::vector<std::string> argv = {binary_, "bench", req.model_path, "--json", "--pp",
                                      std::to_string(req.tokens.size()), "--tg", std::to_string(req.gen_tokens),
                                      "--threads", std::to_string(req.threads), "--reps", "1"};
@@ -99,6 +102,26 @@ class EmberRunner : public StackRunner {
     }
     return server;
   }
+  // Load legs: a fresh server per level with as many lanes as clients (`--parallel N` where this
+  // `ember serve` has it, unless --ember-serve-args already says), stopped cleanly after the level.
+  StatusOr<RunMeasurement> RunLoad(Leg leg, const BenchRequest& req) {
+    LoadTarget target;
+    target.timeout_s = timeout_s_;
+    EMBER_ASSIGN_OR_RETURN(target.banned, Banned(req.model_path));
+    const bool says_parallel = std::find(serve_extra_.begin(), serve_extra_.end(), "--parallel") != serve_extra_.end();
+    LoadLegHooks hooks;
+    hooks.start = [&](int lanes) {
+      std::vector<std::string> extra = serve_extra_;
+      if (Flags().parallel && !says_parallel) extra.insert(extra.end(), {"--parallel", std::to_string(lanes)});
+      return StartServer(req, std::move(extra));
+    };
+    hooks.stop = [](ServerProcess& s) { return StopServer(s); };
+    EMBER_ASSIGN_OR_RETURN(RunMeasurement m, RunLoadLeg(leg, req, target, hooks));
+    m.raw["parallel_flag"] = Flags().parallel;
+    m.raw["serve_args"] = serve_extra_;
+    return m;
+  }
+
   static Status StopServer(ServerProcess& s) {
     EMBER_ASSIGN_OR_RETURN(int rc, s.Stop(120));
     if (rc != 0) return Internal("ember serve exited " + std::to_string(rc) + ": " + s.Log());
@@ -200,6 +223,7 @@ class EmberRunner : public StackRunner {
   }
   std::string binary_;
   double timeout_s_;
+  std::vector<std::string> serve_extra_;  // --ember-serve-args: every `ember serve` of the load legs
   std::optional<bool> takes_token_file_;
   std::string token_file_;  // removed with the runner
   mutable std::optional<ServeFlags> flags_;
@@ -216,8 +240,11 @@ class LlamaCppRunner : public StackRunner {
     for (const auto& f : files_) std::filesystem::remove(f, ec);
   }
   std::string name() const override { return "llama.cpp"; }
-  bool Supports(Leg leg) const override { return leg != Leg::kServed; }
+  bool Supports(Leg leg) const override { return leg != Leg::kServed && !IsLoadLeg(leg); }
   std::string SkipReason(Leg leg) const override {
+    if (IsLoadLeg(leg))
+      return "n/a: node-llama-cpp has no HTTP server; the load legs' peer is the native llama-server stack "
+             "(--stacks ember,llama-server)";
     if (leg == Leg::kServed)
       return "n/a: node-llama-cpp has no HTTP server (llama-server is not part of the binding), so llama.cpp "
              "cannot be measured served; ember's served row stands alone";
@@ -301,6 +328,8 @@ const std::vector<LegSpec>& AllLegs() {
       {Leg::kCacheWarm, "cache-warm", true},
       {Leg::kCacheRestore, "cache-restore", true},
       {Leg::kCacheCold, "cache-cold", true},
+      {Leg::kConcurrency, "concurrency", true},
+      {Leg::kAgents, "agents", true},
   };
   return kLegs;
 }
@@ -375,8 +404,9 @@ StatusOr<RunMeasurement> ParsePeerConverseJson(const std::string& text) {
   return m;
 }
 
-std::unique_ptr<StackRunner> MakeEmberRunner(const std::string& ember_binary, double timeout_s) {
-  return std::make_unique<EmberRunner>(ember_binary, timeout_s);
+std::unique_ptr<StackRunner> MakeEmberRunner(const std::string& ember_binary, double timeout_s,
+                                             const std::vector<std::string>& serve_extra) {
+  return std::make_unique<EmberRunner>(ember_binary, timeout_s, serve_extra);
 }
 
 std::unique_ptr<StackRunner> MakeLlamaCppRunner(const std::string& node, const std::string& runner_mjs,

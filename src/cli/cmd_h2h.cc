@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "bench/h2h.h"
+#include "bench/llama_server.h"
 #include "bench/preflight.h"
 #include "bench/prompt_tokens.h"
 #include "bench/served_bench.h"
@@ -21,6 +23,7 @@ struct H2hArgs {
   std::vector<std::string> legs = {"direct"};
   std::vector<std::string> stacks = {"ember", "llama.cpp"};
   std::string db, node = "node", peer_runner = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/runner.mjs";
+  std::string llama_server, llama_server_args, ember_serve_args;
   double timeout_s = 900;
   bool json = false, no_warmup = false, no_preflight = false;
   bench::PreflightLimits limits;
@@ -29,6 +32,35 @@ struct H2hArgs {
 std::string EnvOr(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
+}
+
+// "--a 1 --b" -> {"--a", "1", "--b"}: extra server flags, split on whitespace (no shell involved).
+std::vector<std::string> SplitArgs(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::string Fig(const nlohmann::json& j, const char* key, const char* fmt) {
+  if (!j.contains(key) || !j[key].is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), fmt, j[key].get<double>());
+  return buf;
+}
+
+// The load legs' figures under their cell line: one line per level.
+void PrintFigures(const bench::CellOutcome& c) {
+  if (!c.figures.is_array()) return;
+  for (const auto& f : c.figures) {
+    std::cout << "    " << (c.leg == "agents" ? "agents " : "clients ") << Fig(f, "clients", "%.0f")
+              << "  aggregate " << Fig(f, "aggregate_tok_s", "%.1f") << " tok/s  TTFT p50 " << Fig(f, "ttft_p50_ms", "%.0f")
+              << " ms  p95 " << Fig(f, "ttft_p95_ms", "%.0f") << " ms  wall " << Fig(f, "wall_ms", "%.0f") << " ms";
+    if (c.leg == "agents")
+      std::cout << "  prompt " << Fig(f, "prompt_tokens", "%.0f") << " tok, recomputed "
+                << (f["recomputed_tokens"].is_number() ? Fig(f, "recomputed_tokens", "%.0f") : std::string("unknown"));
+    std::cout << "  [" << f.value("tag", "") << "]\n";
+  }
 }
 
 std::string SelfBinary() {
@@ -56,10 +88,17 @@ int RunH2hCommand(H2hArgs& a) {
   const std::string ember = SelfBinary();
   std::vector<std::unique_ptr<bench::StackRunner>> owned;
   for (const auto& s : a.stacks) {
-    if (s == "ember") owned.push_back(bench::MakeEmberRunner(ember, a.timeout_s));
+    if (s == "ember") owned.push_back(bench::MakeEmberRunner(ember, a.timeout_s, SplitArgs(a.ember_serve_args)));
     else if (s == "llama.cpp") owned.push_back(bench::MakeLlamaCppRunner(a.node, a.peer_runner, a.timeout_s));
-    else {
-      std::fprintf(stderr, "ember h2h: unknown stack '%s' (ember, llama.cpp)\n", s.c_str());
+    else if (s == "llama-server") {
+      const std::string bin = bench::FindLlamaServer(a.llama_server, EMBER_SOURCE_DIR);
+      if (bin.empty() && !a.llama_server.empty()) {
+        std::fprintf(stderr, "ember h2h: --llama-server %s is not an executable\n", a.llama_server.c_str());
+        return 2;
+      }
+      owned.push_back(bench::MakeLlamaServerRunner({bin, SplitArgs(a.llama_server_args), a.timeout_s}));
+    } else {
+      std::fprintf(stderr, "ember h2h: unknown stack '%s' (ember, llama.cpp, llama-server)\n", s.c_str());
       return 2;
     }
   }
@@ -96,9 +135,11 @@ int RunH2hCommand(H2hArgs& a) {
   if (a.json) {
     std::cout << bench::H2hSummaryToJson(*summary).dump(2) << "\n";
   } else {
-    for (const auto& c : summary->cells)
+    for (const auto& c : summary->cells) {
       std::cout << c.model << "  " << c.stack << "  " << c.leg << "  " << c.status
                 << (c.tag ? std::string("  [") + bench::StabilityTagName(*c.tag) + "]" : "") << "\n";
+      PrintFigures(c);
+    }
     std::cout << summary->stored << " stored, " << summary->skipped << " skipped, " << summary->failed
               << " failed -> " << db_path << "\n";
   }
@@ -111,9 +152,12 @@ void SetupH2h(CLI::App& app, std::function<void(int)> set_exit) {
   a->cfg.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CLI::App* cmd = app.add_subcommand("h2h", "Head-to-head benchmark: ember vs llama.cpp, stored in the eval DB");
   cmd->add_option("models", a->cfg.models, "GGUF model files")->required();
-  cmd->add_option("--legs", a->legs, "Legs to run: direct, served, cache-warm, cache-restore, cache-cold")
+  cmd->add_option("--legs", a->legs,
+                  "Legs to run: direct, served, cache-warm, cache-restore, cache-cold, concurrency, agents")
       ->delimiter(',')->capture_default_str();
-  cmd->add_option("--stacks", a->stacks, "Stacks in interleaving order")->delimiter(',')->capture_default_str();
+  cmd->add_option("--stacks", a->stacks,
+                  "Stacks in interleaving order: ember, llama.cpp (node-llama-cpp), llama-server (native, load legs)")
+      ->delimiter(',')->capture_default_str();
   cmd->add_option("--threads", a->cfg.threads, "Threads for every stack")->capture_default_str();
   cmd->add_option("--pp", a->cfg.prompt_tokens, "Prompt tokens")->capture_default_str();
   cmd->add_option("--tg", a->cfg.gen_tokens, "Generated tokens")->capture_default_str();
@@ -121,6 +165,22 @@ void SetupH2h(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--turns", a->cfg.turns, "Cache legs: turns of the scripted conversation")->capture_default_str();
   cmd->add_option("--turn-tokens", a->cfg.turn_gen_tokens, "Cache legs: tokens generated per turn")
       ->capture_default_str();
+  cmd->add_option("--clients", a->cfg.clients, "Concurrency leg: concurrent client counts, one level each")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--client-tokens", a->cfg.client_gen_tokens, "Concurrency leg: tokens each client decodes")
+      ->capture_default_str();
+  cmd->add_option("--client-prompt", a->cfg.client_prompt_tokens, "Concurrency leg: prompt ids per client")
+      ->capture_default_str();
+  cmd->add_option("--agents", a->cfg.agents, "Agents leg: concurrent agents")->capture_default_str();
+  cmd->add_option("--agent-turns", a->cfg.agent_turns, "Agents leg: turns per agent")->capture_default_str();
+  cmd->add_option("--agent-tokens", a->cfg.agent_gen_tokens, "Agents leg: tokens per reply")->capture_default_str();
+  cmd->add_option("--preamble-tokens", a->cfg.preamble_tokens, "Agents leg: size of the shared policy preamble")
+      ->capture_default_str();
+  cmd->add_option("--llama-server", a->llama_server,
+                  "llama-server binary for the llama-server stack (default: scripts/build-peer --print)");
+  cmd->add_option("--llama-server-args", a->llama_server_args, "More llama-server flags, space-separated");
+  cmd->add_option("--ember-serve-args", a->ember_serve_args,
+                  "More `ember serve` flags for the load legs, space-separated (e.g. \"--parallel 8\")");
   cmd->add_flag("--redo", a->cfg.redo, "Measure cells already in the DB for this commit again");
   cmd->add_flag("--no-warmup", a->no_warmup, "Skip the discarded warm-up round (not for published numbers)");
   cmd->add_flag("--no-preflight", a->no_preflight, "Skip preflight snapshots (rows then carry no machine state)");

@@ -50,11 +50,15 @@ class H2hEndToEnd : public ::testing::Test {
   }
 
   // Runs `ember h2h` with the common small shape; returns its JSON summary.
-  nlohmann::json H2h(const std::vector<std::string>& more, const std::string& db, int* exit_code) {
+  nlohmann::json H2h(const std::vector<std::string>& more, const std::string& db, int* exit_code,
+                     std::vector<std::pair<std::string, std::string>> env = {}) {
     std::vector<std::string> argv = {kEmber, "h2h", model_, "--db", db, "--threads", std::to_string(threads_), "--pp", "32", "--tg", "8",
                                      "--rounds", "2", "--turns", "3", "--turn-tokens", "4", "--no-preflight", "--json"};
     argv.insert(argv.end(), more.begin(), more.end());
-    auto r = RunProcess(argv, 900);
+    ProcessOptions po;
+    po.argv = argv;
+    po.env = std::move(env);
+    auto r = RunProcess(po, 900);
     EXPECT_TRUE(r.ok());
     if (!r.ok()) return {};
     *exit_code = r->exit_code;
@@ -176,6 +180,72 @@ TEST_F(H2hEndToEnd, CacheLegsPerTurnRows) {
     ASSERT_EQ(restore.size(), 3u);
     EXPECT_GT(restore[2].cached_tokens.value_or(0), 0) << "the last turn after a restart restored nothing";
   }
+}
+
+// The load legs' plumbing without a native build: the "llama-server" is a script that runs `ember serve`
+// on the port and model llama-server is given (llama-server itself is never needed by `make test`).
+TEST_F(H2hEndToEnd, LoadLegsBothStacksThroughTheSameClient) {
+  const std::string fake = (dir_ / "fake-llama-server").string();
+  {
+    std::ofstream f(fake);
+    f << "#!/usr/bin/env bash\n"
+         "# Stands in for llama-server: ember serve on the port, model and threads llama-server is given.\n"
+         "model= port= threads=\n"
+         "while [ $# -gt 0 ]; do case \"$1\" in -m) model=$2; shift 2;; --port) port=$2; shift 2;;\n"
+         "  -t) threads=$2; shift 2;; --version) echo 'version: 0 (fake)' >&2; exit 0;; *) shift;; esac; done\n"
+         "exec \"" << kEmber << "\" serve \"$model\" --host 127.0.0.1 --port \"$port\" --threads \"$threads\" --no-ssd-cache\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  const std::string db = (dir_ / "load.sqlite").string();
+  const std::vector<std::string> shape = {"--legs", "concurrency,agents", "--clients", "1,2", "--client-tokens", "8",
+                                          "--client-prompt", "16", "--agents", "2", "--agent-turns", "2",
+                                          "--agent-tokens", "4", "--preamble-tokens", "200"};
+  std::vector<std::string> args = {"--stacks", "ember,llama-server,llama.cpp", "--llama-server", fake};
+  args.insert(args.end(), shape.begin(), shape.end());
+  int rc = -1;
+  nlohmann::json s = H2h(args, db, &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(s["stored"], 4);   // 2 legs x ember, llama-server
+  EXPECT_EQ(s["skipped"], 2);  // llama.cpp (node): n/a, no HTTP server
+  for (const char* stack : {"ember", "llama-server"}) {
+    auto conc = Rows(db, "concurrency", stack);
+    ASSERT_EQ(conc.size(), 2u) << stack;  // one row per client count
+    for (size_t k = 0; k < conc.size(); ++k) {
+      EXPECT_EQ(conc[k].clients, static_cast<int64_t>(k + 1));
+      EXPECT_GT(conc[k].decode_tok_s.value_or(0), 0);
+      EXPECT_GE(conc[k].ttft_p95_ms.value_or(-1), conc[k].ttft_ms.value_or(0));
+      auto samples = nlohmann::json::parse(conc[k].samples);
+      ASSERT_GE(samples.size(), 2u);
+      const auto& reqs = samples[0]["raw"]["requests"];
+      ASSERT_EQ(reqs.size(), k + 1);
+      for (const auto& q : reqs) {
+        EXPECT_EQ(q["completion_tokens"], 8) << stack;  // exactly the asked length: EOG ids banned
+        EXPECT_EQ(q["prompt_tokens"], 16);
+      }
+    }
+    auto agents = Rows(db, "agents", stack);
+    ASSERT_EQ(agents.size(), 1u);
+    EXPECT_EQ(agents[0].clients, 2);
+    EXPECT_GT(agents[0].wall_ms.value_or(0), 0);
+    EXPECT_GT(agents[0].prompt_tokens.value_or(0), 2 * 2 * 150);  // 4 requests, each over the ~200-token preamble
+    // ember's prefix cache serves the shared preamble and each agent's own history after its first turn.
+    EXPECT_GT(agents[0].cached_tokens.value_or(0), 0) << stack;
+  }
+  auto na = Rows(db, "concurrency", "llama.cpp");
+  ASSERT_EQ(na.size(), 1u);
+  EXPECT_EQ(na[0].tag, "n/a");
+
+  // Not built (an empty peer folder, no --llama-server): the cell is n/a with the way to build it.
+  const std::string db2 = (dir_ / "load-na.sqlite").string();
+  std::vector<std::string> only = {"--stacks", "llama-server"};
+  only.insert(only.end(), shape.begin(), shape.end());
+  nlohmann::json n = H2h(only, db2, &rc, {{"EMBER_PEER_DIR", (dir_ / "no-peer").string()}});
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(n["skipped"], 2);
+  auto unbuilt = Rows(db2, "concurrency", "llama-server");
+  ASSERT_EQ(unbuilt.size(), 1u);
+  EXPECT_EQ(unbuilt[0].tag, "n/a");
+  EXPECT_NE(unbuilt[0].samples.find("native llama-server not built (scripts/build-peer)"), std::string::npos);
 }
 
 }  // namespace

@@ -352,6 +352,187 @@ TEST_F(H2hTest, CacheLegWithoutConversationFailsItsCellsOnly) {
   EXPECT_EQ(ember.calls, 4);  // only the served leg ran: warm-up + 3 rounds
 }
 
+// A stack for the load legs: per level, aggregate tok/s = base * clients (scripted per round), TTFT
+// p50 10 ms * clients and p95 twice that; agents: wall 1000 ms per round, recomputed tokens if it says.
+class LoadStack : public StackRunner {
+ public:
+  LoadStack(std::string name, std::vector<std::string>* journal, std::deque<double> base, bool says_recomputed = true)
+      : name_(std::move(name)), journal_(journal), base_(std::move(base)), says_(says_recomputed) {}
+  std::string name() const override { return name_; }
+  bool Supports(Leg leg) const override { return IsLoadLeg(leg); }
+  StatusOr<RunMeasurement> Run(Leg leg, const BenchRequest& req) override {
+    journal_->push_back(name_);
+    seen = req;
+    if (base_.empty()) return Internal(name_ + ": script exhausted");
+    const double b = base_.front();
+    base_.pop_front();
+    RunMeasurement m;
+    const std::vector<int> levels = leg == Leg::kAgents ? std::vector<int>{req.agents} : req.clients;
+    for (int c : levels) {
+      LoadMeasurement l;
+      l.clients = c;
+      l.requests = leg == Leg::kAgents ? c * req.agent_turns : c;
+      l.aggregate_tok_s = b * c;
+      l.ttft_p50_ms = 10.0 * c;
+      l.ttft_p95_ms = 20.0 * c;
+      l.wall_ms = leg == Leg::kAgents ? 1000 * 50 / b : 96.0 * c / l.aggregate_tok_s * 1000;
+      l.prompt_tokens = leg == Leg::kAgents ? 6000 : 64 * c;
+      l.completion_tokens = 96 * c;
+      l.recomputed_tokens = says_ ? (leg == Leg::kAgents ? 1800 : 64 * c - c) : -1;
+      l.raw = {{"clients", c}};
+      m.levels.push_back(l);
+    }
+    m.peak_rss_bytes = 1 << 20;
+    return m;
+  }
+  BenchRequest seen;
+
+ private:
+  std::string name_;
+  std::vector<std::string>* journal_;
+  std::deque<double> base_;
+  bool says_;
+};
+
+TEST_F(H2hTest, ConcurrencyLegStoresOneRowPerLevelWithMediansAndP95) {
+  LoadStack ember("ember", &journal_, {999, 40, 41, 40.5});  // 999: the discarded warm-up
+  LoadStack peer("llama-server", &journal_, {1, 30, 30.5, 31});
+  H2hEnv env = Env({&ember, &peer});
+  cfg_.legs = {Leg::kConcurrency};
+  cfg_.clients = {1, 2, 8};
+  cfg_.client_gen_tokens = 96;
+  cfg_.client_prompt_tokens = 64;
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->stored, 2);
+  EXPECT_EQ(journal_, (std::vector<std::string>{"ember", "llama-server", "ember", "llama-server", "ember",
+                                                "llama-server", "ember", "llama-server"}));
+  EXPECT_EQ(ember.seen.clients, (std::vector<int>{1, 2, 8}));
+  EXPECT_EQ(ember.seen.client_gen_tokens, 96);
+  EXPECT_EQ(ember.seen.tokens, peer.seen.tokens);  // the same ids for both stacks
+  auto rows = *db_->List({});
+  ASSERT_EQ(rows.size(), 6u);  // 2 stacks x 3 levels
+  const EvalRow& e8 = rows[2];
+  EXPECT_EQ(e8.stack, "ember");
+  EXPECT_EQ(e8.leg, "concurrency");
+  EXPECT_EQ(e8.clients, 8);
+  EXPECT_DOUBLE_EQ(*e8.decode_tok_s, 40.5 * 8);  // median of the measured rounds; warm-up excluded
+  EXPECT_DOUBLE_EQ(*e8.ttft_ms, 80);
+  EXPECT_DOUBLE_EQ(*e8.ttft_p95_ms, 160);
+  EXPECT_EQ(e8.prompt_tokens, 64);
+  EXPECT_EQ(e8.gen_tokens, 96);
+  EXPECT_EQ(e8.cached_tokens, 8);  // 8 x 64 sent, 8 x 63 computed
+  EXPECT_EQ(e8.n_runs, 3);
+  EXPECT_EQ(e8.tag, "stable");
+  EXPECT_EQ(nlohmann::json::parse(e8.samples).size(), 3u);
+  EXPECT_EQ(rows[3].stack, "llama-server");
+  EXPECT_EQ(rows[3].clients, 1);
+  EXPECT_DOUBLE_EQ(*rows[3].decode_tok_s, 30.5);
+  // The summary carries every level's figures for the text report and --json.
+  auto j = H2hSummaryToJson(*s);
+  ASSERT_EQ(j["cells"][0]["figures"].size(), 3u);
+  EXPECT_EQ(j["cells"][0]["figures"][2]["clients"], 8);
+  EXPECT_DOUBLE_EQ(j["cells"][0]["figures"][2]["ttft_p95_ms"].get<double>(), 160);
+  // Resumable like any cell.
+  journal_.clear();
+  EXPECT_EQ(RunH2h(cfg_, env)->skipped, 2);
+  EXPECT_TRUE(journal_.empty());
+}
+
+TEST_F(H2hTest, NoisyLevelIsTaggedOnItsOwnRow) {
+  // Level 2's TTFT is fixed, its aggregate as noisy as the base: 40, 20, 40.2 -> extra 40.1 -> stabilized.
+  LoadStack ember("ember", &journal_, {40, 40, 20, 40.2, 40.1});
+  H2hEnv env = Env({&ember});
+  cfg_.legs = {Leg::kConcurrency};
+  cfg_.clients = {2};
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->cells[0].tag, StabilityTag::kStabilized);
+  auto rows = *db_->List({});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].tag, "stabilized");
+  EXPECT_EQ(rows[0].n_runs, 4);
+  EXPECT_DOUBLE_EQ(*rows[0].decode_tok_s, 80.2);  // the median of the three fast rounds, x 2 clients
+}
+
+TEST_F(H2hTest, AgentsLegStoresWallTimeAndRecomputedTokensOrUnknown) {
+  LoadStack ember("ember", &journal_, {50, 50, 50, 50});
+  LoadStack peer("llama-server", &journal_, {25, 25, 25, 25}, /*says_recomputed=*/false);
+  H2hEnv env = Env({&ember, &peer});
+  cfg_.legs = {Leg::kAgents};
+  cfg_.agents = 4;
+  cfg_.agent_turns = 3;
+  cfg_.agent_gen_tokens = 24;
+  cfg_.preamble_tokens = 900;
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->stored, 2);
+  EXPECT_EQ(ember.seen.agents, 4);
+  EXPECT_EQ(ember.seen.agent_turns, 3);
+  EXPECT_EQ(ember.seen.preamble_tokens, 900);
+  auto rows = *db_->List({});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].clients, 4);
+  EXPECT_DOUBLE_EQ(*rows[0].wall_ms, 1000);
+  EXPECT_DOUBLE_EQ(*rows[0].ttft_ms, 40);
+  EXPECT_DOUBLE_EQ(*rows[0].ttft_p95_ms, 80);
+  EXPECT_EQ(rows[0].prompt_tokens, 6000);
+  EXPECT_EQ(rows[0].cached_tokens, 6000 - 1800);
+  EXPECT_EQ(rows[0].gen_tokens, 24);
+  EXPECT_DOUBLE_EQ(*rows[1].wall_ms, 2000);
+  EXPECT_FALSE(rows[1].cached_tokens.has_value());  // the stack never said: unknown, not 0
+  auto j = H2hSummaryToJson(*s);
+  EXPECT_TRUE(j["cells"][1]["figures"][0]["recomputed_tokens"].is_null());
+  EXPECT_EQ(j["cells"][0]["figures"][0]["recomputed_tokens"], 1800);
+}
+
+TEST_F(H2hTest, UnbuiltPeerIsNotApplicableAndABuiltOneSupersedesThatRow) {
+  auto unbuilt = MakeLlamaServerRunner({"", {}, 10});
+  LoadStack ember("ember", &journal_, {50, 50, 50, 50, 50, 50, 50, 50});
+  H2hEnv env = Env({&ember, unbuilt.get()});
+  cfg_.legs = {Leg::kConcurrency};
+  cfg_.clients = {1};
+  auto s = RunH2h(cfg_, env);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->stored, 1);
+  EXPECT_EQ(s->skipped, 1);
+  auto rows = *db_->List({});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].stack, "llama-server");
+  EXPECT_EQ(rows[0].tag, "n/a");
+  EXPECT_NE(rows[0].samples.find("native llama-server not built (scripts/build-peer)"), std::string::npos);
+  // Still unbuilt: the n/a row stands, nothing is measured or stored again.
+  EXPECT_EQ(RunH2h(cfg_, env)->skipped, 2);
+  EXPECT_EQ(db_->List({})->size(), 2u);
+  // Built now: its cell is measured although an n/a row exists for it; ember's stays skipped.
+  LoadStack built("llama-server", &journal_, {30, 30, 30, 30});
+  H2hEnv env2 = Env({&ember, &built});
+  journal_.clear();
+  auto again = RunH2h(cfg_, env2);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->stored, 1);
+  EXPECT_EQ(again->skipped, 1);
+  EXPECT_EQ(journal_, (std::vector<std::string>(4, "llama-server")));
+  EXPECT_EQ(RunH2h(cfg_, env2)->skipped, 2);  // and from then on it is resumable
+}
+
+TEST_F(H2hTest, LoadLegConfigIsValidated) {
+  LoadStack ember("ember", &journal_, {50});
+  H2hEnv env = Env({&ember});
+  cfg_.legs = {Leg::kConcurrency};
+  cfg_.clients = {};
+  EXPECT_FALSE(RunH2h(cfg_, env).ok());
+  cfg_.clients = {1, 0};
+  EXPECT_NE(RunH2h(cfg_, env).status().message().find("--clients"), std::string::npos);
+  cfg_.clients = {1000};
+  EXPECT_FALSE(RunH2h(cfg_, env).ok());
+  cfg_.clients = {1};
+  cfg_.legs = {Leg::kAgents};
+  cfg_.agents = 0;
+  EXPECT_FALSE(RunH2h(cfg_, env).ok());
+  EXPECT_TRUE(journal_.empty());
+}
+
 TEST(Progress, BarAndEta) {
   ember::testing::SimEnv clock;
   Progress p(4, false, nullptr, &clock);
@@ -388,6 +569,17 @@ TEST(Legs, NamesRoundTrip) {
   EXPECT_EQ(MetricsForLeg(Leg::kServed).size(), 3u);
   EXPECT_TRUE(IsCacheLeg(Leg::kCacheCold));
   EXPECT_FALSE(IsCacheLeg(Leg::kServed));
+  EXPECT_TRUE(IsLoadLeg(Leg::kAgents));
+  EXPECT_EQ(ParseLeg("concurrency"), Leg::kConcurrency);
+  auto c = MetricsForLeg(Leg::kConcurrency, 10, {1, 4});
+  ASSERT_EQ(c.size(), 4u);  // aggregate tok/s and TTFT p50 per level
+  EXPECT_EQ(c[2].spec.name, "aggregate_tok_s_c4");
+  EXPECT_EQ(c[2].spec.dir, Direction::kHigherIsFaster);
+  EXPECT_EQ(c[3].spec.dir, Direction::kLowerIsFaster);
+  EXPECT_EQ(c[3].clients, 4);
+  auto a = MetricsForLeg(Leg::kAgents, 10, {4});
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].spec.name, "wall_ms");
 }
 
 TEST(StackJson, ParsesPeerConverseOutput) {

@@ -141,6 +141,40 @@ TEST(Report, StackKeepsItsColourWhenAlone) {
   EXPECT_NE(f.markdown.find("2 threads"), std::string::npos);
 }
 
+TEST(Report, LoadLegsGetOneTableRowPerLevelNotOneBarPerStack) {
+  std::vector<EvalRow> rows;
+  for (const char* stack : {"ember", "llama-server"})
+    for (int c : {1, 2, 4, 8}) {
+      EvalRow r = Row("tiny-q8_0.gguf", stack, 0, 0, "stable");
+      r.leg = "concurrency";
+      r.clients = c;
+      r.prefill_tok_s.reset();
+      r.decode_tok_s = (std::string(stack) == "ember" ? 37.0 : 30.0) * c;
+      r.ttft_ms = 100.0 + c;
+      r.ttft_p95_ms = 200.0 + c;
+      r.wall_ms = 3000;
+      r.prompt_tokens = 64;
+      rows.push_back(r);
+    }
+  EvalRow a = Row("tiny-q8_0.gguf", "llama-server", 0, 0, "stable");
+  a.leg = "agents";
+  a.clients = 4;
+  a.wall_ms = 90000;
+  a.ttft_ms = 1500;
+  a.prompt_tokens = 7000;  // cached_tokens unknown
+  a.decode_tok_s.reset();
+  a.prefill_tok_s.reset();
+  rows.push_back(a);
+  ReportFiles f = BuildReport(rows, {"db", "now", "r-plots"});
+  EXPECT_EQ(f.markdown.find("## concurrency leg, 2 threads, pp"), std::string::npos) << "load rows in a bar section";
+  EXPECT_NE(f.markdown.find("## concurrency leg, 2 threads\n"), std::string::npos);
+  EXPECT_NE(f.markdown.find("| tiny-q8_0.gguf | 8 | llama-server | 240.0 | 108 | 208 | 3000 | 64 |"), std::string::npos)
+      << f.markdown;
+  EXPECT_NE(f.markdown.find("| tiny-q8_0.gguf | 4 | llama-server | - | 1500 | - | 90000 | 7000 / ? |"), std::string::npos);
+  ASSERT_EQ(f.svgs.size(), 1u);  // aggregate tok/s against clients, one line per stack
+  EXPECT_NE(f.svgs[0].second.find("llama-server"), std::string::npos);
+}
+
 TEST(Report, EmptyDbSaysSo) {
   ReportFiles f = BuildReport({}, {"db", "now", "p"});
   EXPECT_TRUE(f.svgs.empty());
