@@ -107,6 +107,14 @@ std::vector<int32_t> ClientPrompt(const std::vector<int32_t>& base, int client, 
   return out;
 }
 
+std::vector<int32_t> WarmupPrompt(const std::vector<int32_t>& base, int n) {
+  std::vector<int32_t> out;
+  if (base.empty() || n <= 0) return out;
+  out.push_back(base[0]);
+  for (int k = 1; k < n; ++k) out.push_back(base[base.size() - 1 - static_cast<size_t>(k - 1) % base.size()]);
+  return out;
+}
+
 LoadMeasurement SummarizeLoad(int clients, const std::vector<CompletionTiming>& requests, double wall_ms) {
   LoadMeasurement m;
   m.clients = clients;
@@ -229,7 +237,7 @@ StatusOr<RunMeasurement> RunLoadLeg(Leg leg, const BenchRequest& req, LoadTarget
                                                  : AgentScript{};
   RunMeasurement m;
   json ready = json::array();
-  const std::vector<int32_t> head(req.tokens.begin(), req.tokens.begin() + std::min<size_t>(req.tokens.size(), 16));
+  const std::vector<int32_t> head = WarmupPrompt(req.tokens, 16);
   for (int lanes : levels) {
     if (lanes < 1) return InvalidArgument("client counts must be >= 1");
     EMBER_ASSIGN_OR_RETURN(auto server, hooks.start(lanes));

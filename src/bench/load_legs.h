@@ -39,6 +39,10 @@ nlohmann::json LoadRequestExtra();
 // offset per client, so no two clients share more than that first id. Empty when base is.
 std::vector<int32_t> ClientPrompt(const std::vector<int32_t>& base, int client, int n);
 
+// The discarded warm-up request's prompt: the first id, then `n - 1` ids of `base` read backwards, so it
+// is no client's prefix (a server that keeps its last prompt, as llama-server's slots do, gains nothing).
+std::vector<int32_t> WarmupPrompt(const std::vector<int32_t>& base, int n);
+
 // The figures of one level from its requests (pure: tested on synthetic timings). A request reports
 // its computed prompt tokens through `timings.prompt_n` (llama-server) or prompt - cached tokens from
 // `usage` (ember); when any request said neither, recomputed_tokens is -1 (unknown).

@@ -70,6 +70,11 @@ TEST(LoadLegs, ClientPromptsShareOnlyTheFirstId) {
     for (int d = 0; d < c; ++d) EXPECT_NE(p[static_cast<size_t>(c)][1], p[static_cast<size_t>(d)][1]) << c << " vs " << d;
   }
   EXPECT_EQ(ClientPrompt(base, 3, 64), p[3]);  // deterministic: the same ids for every stack and round
+  // The warm-up request primes no client's prefix (llama-server's slots keep their last prompt).
+  const auto warm = WarmupPrompt(base, 16);
+  ASSERT_EQ(warm.size(), 16u);
+  EXPECT_EQ(warm[0], 1);
+  for (const auto& c : p) EXPECT_NE(warm[1], c[1]);
   EXPECT_TRUE(ClientPrompt({}, 0, 8).empty());
   EXPECT_EQ(ClientPrompt({7}, 2, 3), (std::vector<int32_t>{7, 7, 7}));
 }
