@@ -205,16 +205,41 @@ class LegRun {
     out.cells.push_back(std::move(o));
   }
 
+  // What every row of a per-turn or per-level cell takes from all its runs.
+  struct RunFacts {
+    int64_t peak = 0;
+    std::optional<std::string> version, variant;
+  };
+  static RunFacts FactsOf(const StackCell& c) {
+    RunFacts f;
+    for (const auto& m : c.runs) {
+      f.peak = std::max(f.peak, m.peak_rss_bytes);
+      if (!f.version && m.version) f.version = m.version;
+      if (!f.variant && m.variant) f.variant = m.variant;
+    }
+    return f;
+  }
+  // Fills the fields those rows share and inserts one; false (o.status says why) when the DB refused it.
+  bool InsertRow(EvalRow& r, const StackCell& c, const RunFacts& f, const nlohmann::json& samples, CellOutcome& o) {
+    r.n_runs = static_cast<int64_t>(c.runs.size());
+    r.peak_rss_bytes = f.peak;
+    r.stack_version = f.version;
+    r.stack_variant = f.variant;
+    if (!r.stack_version && r.stack == "ember") r.stack_version = env_.revision.commit.substr(0, 12);
+    r.samples = samples.dump();
+    auto id = env_.db->Insert(r);
+    if (!id.ok()) {
+      o.status = "failed: " + id.status().ToString();
+      return false;
+    }
+    if (!o.row_id) o.row_id = *id;
+    return true;
+  }
+
   // Cache legs: one row per turn, each with its own stability verdict, spread and cached tokens.
   void StoreTurns(const StackCell& c, const CellStability& v, H2hSummary& out) {
     CellOutcome o{model_, c.runner->name(), LegName(leg_), "stored", std::nullopt, v.tag, {}};
-    int64_t peak = 0;
-    std::optional<std::string> version, variant;
-    for (const auto& m : c.runs) {
-      peak = std::max(peak, m.peak_rss_bytes);
-      if (!version && m.version) version = m.version;
-      if (!variant && m.variant) variant = m.variant;
-    }
+    const RunFacts facts = FactsOf(c);
     for (size_t k = 0; k < metrics_.size(); ++k) {
       const int turn = metrics_[k].turn;
       const MetricOutcome& mo = v.metrics[k];
@@ -232,18 +257,7 @@ class LegRun {
       if (std::isfinite(mo.value)) r.ttft_ms = mo.value;
       r.spread = std::isfinite(mo.spread) ? mo.spread : 1.0;
       r.tag = StabilityTagName(mo.tag);
-      r.n_runs = static_cast<int64_t>(c.runs.size());
-      r.peak_rss_bytes = peak;
-      r.stack_version = version;
-      r.stack_variant = variant;
-      if (!r.stack_version && r.stack == "ember") r.stack_version = env_.revision.commit.substr(0, 12);
-      r.samples = samples.dump();
-      auto id = env_.db->Insert(r);
-      if (!id.ok()) {
-        o.status = "failed: " + id.status().ToString();
-        break;
-      }
-      if (!o.row_id) o.row_id = *id;
+      if (!InsertRow(r, c, facts, samples, o)) break;
     }
     (o.status == "stored" ? out.stored : out.failed)++;
     Log(o.status + ": " + Label(c, std::string(StabilityTagName(v.tag)) + ", " + std::to_string(metrics_.size()) + " turns"));
@@ -254,13 +268,7 @@ class LegRun {
   // p95, wall time, aggregate rate and token counts are the median over the measured rounds.
   void StoreLevels(const StackCell& c, const CellStability& v, H2hSummary& out) {
     CellOutcome o{model_, c.runner->name(), LegName(leg_), "stored", std::nullopt, v.tag, nlohmann::json::array()};
-    int64_t peak = 0;
-    std::optional<std::string> version, variant;
-    for (const auto& m : c.runs) {
-      peak = std::max(peak, m.peak_rss_bytes);
-      if (!version && m.version) version = m.version;
-      if (!variant && m.variant) variant = m.variant;
-    }
+    const RunFacts facts = FactsOf(c);
     for (int level : LevelsOf(leg_, cfg_)) {
       EvalRow r = BaseRow(c);
       r.clients = level;
@@ -306,12 +314,6 @@ class LegRun {
         r.cached_tokens = std::nullopt;
       r.spread = spread;
       r.tag = StabilityTagName(tag);
-      r.n_runs = static_cast<int64_t>(c.runs.size());
-      r.peak_rss_bytes = peak;
-      r.stack_version = version;
-      r.stack_variant = variant;
-      if (!r.stack_version && r.stack == "ember") r.stack_version = env_.revision.commit.substr(0, 12);
-      r.samples = samples.dump();
       auto opt = [](const auto& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
       o.figures.push_back({{"clients", level},
                            {"aggregate_tok_s", opt(r.decode_tok_s)},
@@ -321,12 +323,7 @@ class LegRun {
                            {"prompt_tokens", opt(r.prompt_tokens)},
                            {"recomputed_tokens", recomputed.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(recomputed))},
                            {"tag", StabilityTagName(tag)}});
-      auto id = env_.db->Insert(r);
-      if (!id.ok()) {
-        o.status = "failed: " + id.status().ToString();
-        break;
-      }
-      if (!o.row_id) o.row_id = *id;
+      if (!InsertRow(r, c, facts, samples, o)) break;
     }
     (o.status == "stored" ? out.stored : out.failed)++;
     Log(o.status + ": " + Label(c, std::string(StabilityTagName(v.tag)) + ", " + std::to_string(o.figures.size()) +

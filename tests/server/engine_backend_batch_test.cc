@@ -9,6 +9,7 @@
 
 #include "server/engine_backend.h"
 #include "support/test_support.h"
+#include "tiny_model.h"
 
 namespace ember::server {
 namespace {
@@ -17,9 +18,7 @@ class EngineBackendBatchTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    const std::string cmd = testing::EmberBinary() + " gen-model --out " + dir_->file("m.gguf") +
-                            " --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type f32 --seed 7";
-    ASSERT_EQ(testing::RunCommand(cmd + " > /dev/null").exit_code, 0);
+    GenTinyServerModel(dir_->file("m.gguf"));
   }
   static void TearDownTestSuite() { delete dir_; }
 

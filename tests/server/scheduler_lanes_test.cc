@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "forwarding_backend.h"
 #include "server/fake_backend.h"
 #include "server/scheduler.h"
 #include "support/sim_env.h"
@@ -56,23 +57,10 @@ bool Eventually(const std::function<bool()>& cond) {
 
 // A FakeBackend with hooks: the order Generate() calls began in (by prompt), a TryAdmit that a test can
 // override, and prompts starting with "throw" that throw from Generate.
-class ProbeBackend final : public InferenceBackend {
+class ProbeBackend final : public ForwardingBackend {
  public:
-  explicit ProbeBackend(FakeBackend::Options o) : fake_(o) {}
-  FakeBackend& fake() { return fake_; }
+  explicit ProbeBackend(FakeBackend::Options o) : ForwardingBackend(o) {}
 
-  std::string model_id() const override { return fake_.model_id(); }
-  int32_t context_length() const override { return fake_.context_length(); }
-  StatusOr<std::vector<int32_t>> Tokenize(const std::string& t, bool a, bool p) const override {
-    return fake_.Tokenize(t, a, p);
-  }
-  StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const override { return fake_.Detokenize(ids); }
-  StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& in) const override {
-    return fake_.TokenizeChat(in);
-  }
-  StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& in) const override {
-    return fake_.ApplyChatTemplate(in);
-  }
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token, GenerationResult* out) override {
     const std::string prompt(req.prompt.begin(), req.prompt.end());
     {
@@ -83,10 +71,6 @@ class ProbeBackend final : public InferenceBackend {
     if (prompt.rfind("throw", 0) == 0) throw std::runtime_error("lane exploded");
     return fake_.Generate(req, on_token, out);
   }
-  BackendStats Stats() const override { return fake_.Stats(); }
-  Status FlushCache() override { return fake_.FlushCache(); }
-  int max_parallel() const override { return fake_.max_parallel(); }
-  Status CheckAdmissible(const GenerationRequest& req) const override { return fake_.CheckAdmissible(req); }
   std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override {
     tries_.fetch_add(1);
     std::unique_ptr<Admission> a = admit_override_ ? admit_override_(req) : fake_.TryAdmit(req);
@@ -113,7 +97,6 @@ class ProbeBackend final : public InferenceBackend {
   }
 
  private:
-  FakeBackend fake_;
   std::function<std::unique_ptr<Admission>(const GenerationRequest&)> admit_override_;  // set before use
   std::atomic<int> tries_{0};
   mutable Mutex mu_;

@@ -1,3 +1,4 @@
+#include "forwarding_backend.h"
 #include "server/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -136,20 +137,8 @@ TEST(Scheduler, ShutdownCancelsAfterGraceAndRefusesNewWork) {
 // A backend that throws from Generate when the prompt says so ("throw:std", "throw:int", or
 // "throw:late" after one token went out); every other prompt goes to a FakeBackend. Only a test needs
 // a backend that breaks the no-throw contract of backend.h, to show the lane survives one that does.
-class ThrowingBackend final : public InferenceBackend {
+class ThrowingBackend final : public ForwardingBackend {
  public:
-  std::string model_id() const override { return fake_.model_id(); }
-  int32_t context_length() const override { return fake_.context_length(); }
-  StatusOr<std::vector<int32_t>> Tokenize(const std::string& t, bool a, bool p) const override {
-    return fake_.Tokenize(t, a, p);
-  }
-  StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const override { return fake_.Detokenize(ids); }
-  StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& in) const override {
-    return fake_.TokenizeChat(in);
-  }
-  StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& in) const override {
-    return fake_.ApplyChatTemplate(in);
-  }
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token, GenerationResult* out) override {
     const std::string prompt(req.prompt.begin(), req.prompt.end());
     out->completion_tokens = 99;  // garbage a throwing backend may leave behind
@@ -161,11 +150,6 @@ class ThrowingBackend final : public InferenceBackend {
     }
     return fake_.Generate(req, on_token, out);
   }
-  BackendStats Stats() const override { return fake_.Stats(); }
-  Status FlushCache() override { return fake_.FlushCache(); }
-
- private:
-  FakeBackend fake_;
 };
 
 TEST(Scheduler, AnExceptionFailsOnlyItsOwnRequest) {
