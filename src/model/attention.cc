@@ -42,12 +42,8 @@ void ForwardContext::Attention(std::span<const Live> live, int layer, kernels::T
   const int64_t group = c.n_head / c.n_head_kv;
   const float scale = c.attn_scale > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
   const int64_t window = c.is_swa(layer) ? c.n_swa : 0;
-  struct Tile {
-    const Live* slice;
-    int64_t t0, t1;  // rows of the slice (relative to its row0)
-    int64_t keys;    // the most keys one of its queries sees
-  };
-  std::vector<Tile> tiles;
+  std::vector<AttnTile>& tiles = tiles_;
+  tiles.clear();
   int64_t scratch_scores = 0, scratch_half = 0, max_slots = 0;
   for (const Live& l : live) {
     const int64_t keys = l.pos0 + l.n;  // the most keys a query of this slice sees
@@ -63,7 +59,7 @@ void ForwardContext::Attention(std::span<const Live> live, int layer, kernels::T
   // Threads claim work items one at a time, costliest first: a causal query's cost grows with the keys
   // it reads, so the longest items go first and the short ones even out the end (a static split gave
   // the last of two threads ~3/4 of a prefill's attention; a stalled thread now holds up one item).
-  std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) {
+  std::stable_sort(tiles.begin(), tiles.end(), [](const AttnTile& a, const AttnTile& b) {
     return a.slice->pos0 + a.t1 > b.slice->pos0 + b.t1;
   });
   const size_t need_scores = static_cast<size_t>(pool.size() * scratch_scores);
@@ -86,7 +82,7 @@ void ForwardContext::Attention(std::span<const Live> live, int layer, kernels::T
     uint16_t* half = half_.data() + thread * scratch_half;
     kernels::AttnKvHead item = head;
     for (int64_t i = b; i < e; ++i) {
-      const Tile& tl = tiles[static_cast<size_t>(i / c.n_head_kv)];
+      const AttnTile& tl = tiles[static_cast<size_t>(i / c.n_head_kv)];
       const Live& l = *tl.slice;
       const int kvh = static_cast<int>(i % c.n_head_kv);
       const int64_t half_stride = tl.keys + c.head_dim_k;

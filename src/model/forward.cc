@@ -79,11 +79,8 @@ Status ForwardContext::RunBatch(std::span<const ForwardSlice> slices, kernels::T
   // its KV untouched and costs the others nothing.
   status->assign(slices.size(), Status::Ok());
   slice_logit_row_.assign(slices.size(), -1);
-  std::vector<Live> live;
-  live.reserve(slices.size());
-  std::vector<const int32_t*> live_tokens;
-  std::vector<LogitsMode> live_mode;
-  std::vector<size_t> live_index;
+  std::vector<Live>& live = live_;
+  live.clear();
   int64_t row = 0;
   for (size_t i = 0; i < slices.size(); ++i) {
     const ForwardSlice& s = slices[i];
@@ -104,16 +101,13 @@ Status ForwardContext::RunBatch(std::span<const ForwardSlice> slices, kernels::T
       (*status)[i] = std::move(st);
       continue;
     }
-    live.push_back({s.kv, row, s.n, pos0});
-    live_tokens.push_back(s.tokens);
-    live_mode.push_back(s.mode);
-    live_index.push_back(i);
+    live.push_back({s.kv, row, s.n, pos0, s.tokens, s.mode, i});
     for (int64_t t = 0; t < s.n; ++t) pos_[static_cast<size_t>(row + t)] = pos0 + t;
     row += s.n;
   }
   if (live.empty()) return Status::Ok();
   const int64_t n = row;  // rows that run
-  for (const Live& l : live) Embed(live_tokens[&l - live.data()], l.row0, l.n, pool);  // x [T][n_embd]
+  for (const Live& l : live) Embed(l.tokens, l.row0, l.n, pool);  // x [T][n_embd]
   {
     OpTimer timer(&times_, &times_.rope_s);
     const kernels::RopeParams rp = RopeParamsOf(c);
@@ -157,12 +151,11 @@ Status ForwardContext::RunBatch(std::span<const ForwardSlice> slices, kernels::T
     kernels::Add(proj_.data(), x_.data(), x_.data(), static_cast<int>(n * c.n_embd));  // x = l_out
   }
   out_rows_.clear();
-  for (size_t k = 0; k < live.size(); ++k) {
-    const Live& l = live[k];
+  for (const Live& l : live) {
     l.kv->Commit(l.n);
-    if (live_mode[k] == LogitsMode::kNone) continue;
-    slice_logit_row_[live_index[k]] = static_cast<int64_t>(out_rows_.size());
-    if (live_mode[k] == LogitsMode::kLast) {
+    if (l.mode == LogitsMode::kNone) continue;
+    slice_logit_row_[l.slice] = static_cast<int64_t>(out_rows_.size());
+    if (l.mode == LogitsMode::kLast) {
       out_rows_.push_back(l.row0 + l.n - 1);
     } else {
       for (int64_t t = 0; t < l.n; ++t) out_rows_.push_back(l.row0 + t);

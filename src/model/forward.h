@@ -80,6 +80,15 @@ class ForwardContext {
   struct Live {
     KvState* kv;
     int64_t row0, n, pos0;
+    const int32_t* tokens;
+    LogitsMode mode;
+    size_t slice;  // index in the RunBatch call
+  };
+  // One (slice, token tile) of attention's work list.
+  struct AttnTile {
+    const Live* slice;
+    int64_t t0, t1;  // rows of the slice (relative to its row0)
+    int64_t keys;    // the most keys one of its queries sees
   };
   void Attention(std::span<const Live> live, int layer, kernels::ThreadPool& pool);
   void FeedForward(const LayerWeights& w, int64_t n, kernels::ThreadPool& pool);
@@ -105,6 +114,8 @@ class ForwardContext {
   std::vector<int64_t> pos_;   // [T] each row's position in its sequence
   std::vector<int64_t> out_rows_;         // activation rows whose logits the pass computes
   std::vector<int64_t> slice_logit_row_;  // per slice of the last RunBatch: its first logits row, -1 none
+  std::vector<Live> live_;                // per RunBatch: the slices that run (reused: no allocation per step)
+  std::vector<AttnTile> tiles_;           // per Attention call (reused likewise)
   // Per pool thread attention scratch.
   std::vector<float> scores_;      // [threads][tile queries][keys]
   std::vector<uint16_t> half_;     // [threads][tile queries][keys + head_dim_k]  fp16 q and probabilities
