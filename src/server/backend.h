@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "util/status.h"
 
 namespace ember::server {
@@ -90,6 +91,9 @@ struct GenerationRequest {
   // Set by the server when the client went away or the server is shutting down; Generate() polls it
   // between tokens and returns promptly (finish reason kCancelled). Outlives the Generate() call.
   const std::atomic<bool>* cancel = nullptr;
+  // Constrains the output to the grammar's sentences (structured output, forced tool calls); null: free.
+  // The backend binds it to its vocabulary, one matcher per generation.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 struct TokenLogprob {

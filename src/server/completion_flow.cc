@@ -2,6 +2,7 @@
 
 #include "cache/cache_namespace.h"
 
+#include "server/output_constraint.h"
 #include "server/tool_call_parser.h"
 #include "server/tool_stream_gate.h"
 
@@ -42,8 +43,11 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
                               std::to_string(n_ctx) + " tokens)",
                           "messages");
   }
+  ApiResult<std::shared_ptr<const grammar::Grammar>> constraint = BuildOutputGrammar(ctx, req);
+  if (!constraint.ok()) return constraint.error();
   GenerationRequest g;
   g.prompt = std::move(prompt.value());
+  g.grammar = std::move(constraint.value());
   g.sampling = req.sampling;
   g.max_tokens = req.max_tokens ? *req.max_tokens : static_cast<int32_t>(n_ctx - n_prompt);
   g.logprobs = req.logprobs;

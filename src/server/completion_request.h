@@ -16,6 +16,13 @@ namespace ember::server {
 
 enum class ApiKind { kChat, kCompletion, kMessages };
 
+// What the request says about tool calls. OpenAI "none"/"auto"/"required"/{"function":{name}};
+// Anthropic none/auto/any/tool. kRequired and kFunction force a call (tool_grammar.h).
+enum class ToolChoice { kAuto, kNone, kRequired, kFunction };
+
+// Structured output: OpenAI response_format (and the Responses API's text.format).
+enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
+
 struct CompletionRequest {
   ApiKind kind = ApiKind::kChat;
   std::string model;
@@ -25,6 +32,9 @@ struct CompletionRequest {
   std::vector<int32_t> prompt_ids;
   bool prompt_is_ids = false;
   std::vector<ToolSpec> tools;             // empty when tool_choice is "none"
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;            // kFunction: the tool that must be called
+  bool parallel_tool_calls = true;         // false: at most one call per reply
   std::vector<std::pair<std::string, std::string>> template_kwargs;  // name -> JSON text
 
   SamplingParams sampling;
@@ -36,6 +46,14 @@ struct CompletionRequest {
   int32_t top_logprobs = 0;
   std::string user;
   std::string cache_salt;
+
+  // Output constraints (output_constraint.h); at most one of response_format, grammar and a forced tool
+  // choice may be given.
+  ResponseFormat response_format = ResponseFormat::kText;
+  std::string json_schema;                 // kJsonSchema: the schema as JSON text
+  std::string json_schema_name;            // response_format.json_schema.name
+  bool json_schema_strict = false;
+  std::string grammar;                     // GBNF text (llama.cpp's `grammar` field)
 };
 
 // Limits the parsers enforce beyond the body's own (size, kMaxJsonDepth): stop strings are matched

@@ -1,0 +1,35 @@
+// JSON Schema -> GBNF (grammar.h), for structured output (`response_format` json_schema / json_object,
+// the Responses API's text.format) and for tool-call arguments. Every sentence of the emitted grammar is
+// JSON valid against the schema; a keyword the compiler cannot enforce is an error naming it and where it
+// is (never silently relaxed). Supported: type (and type lists), properties / required /
+// additionalProperties (false or a schema), enum, const, arrays with items / prefixItems / minItems /
+// maxItems, nested objects, anyOf / oneOf (as anyOf where branches are disjoint), allOf of objects,
+// $ref to #/$defs and #/definitions, string minLength / maxLength / pattern (a regex subset) / format
+// (date, time, date-time, uuid), number and integer minimum / maximum (exclusive too), and the
+// annotations that constrain nothing (title, description, default, examples, $schema, $id).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "util/status.h"
+
+namespace ember::grammar {
+
+struct JsonSchemaOptions {
+  // The schema's value rule is `<prefix>root`, and every helper rule starts with `prefix`, so grammars of
+  // several schemas (one per tool) can be concatenated into one text.
+  std::string prefix;
+  // Insignificant whitespace allowed between tokens; bounded so a model cannot pad for ever.
+  int max_whitespace = 2;
+};
+
+// GBNF text of the schema. InvalidArgument naming the unsupported keyword and its JSON pointer, e.g.
+// "unsupported JSON Schema keyword 'patternProperties' at /properties/tags".
+StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema, const JsonSchemaOptions& options = {});
+
+// `{"type":"object"}` of any shape: the grammar of response_format json_object.
+std::string AnyJsonObjectGbnf(const JsonSchemaOptions& options = {});
+
+}  // namespace ember::grammar

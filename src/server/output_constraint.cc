@@ -1,0 +1,49 @@
+#include "server/output_constraint.h"
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/json_schema.h"
+#include "server/tool_grammar.h"
+
+namespace ember::server {
+
+namespace {
+
+ApiResult<std::shared_ptr<const grammar::Grammar>> Compile(const std::string& gbnf, const std::string& param) {
+  StatusOr<std::shared_ptr<const grammar::Grammar>> g = grammar::ParseGbnf(gbnf);
+  if (!g.ok()) return InvalidRequest("'" + param + "': " + g.status().message(), param);
+  return std::move(g).value();
+}
+
+}  // namespace
+
+ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerContext& ctx,
+                                                                      const CompletionRequest& req) {
+  const bool forced_tool = req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kFunction;
+  const int asked = (forced_tool ? 1 : 0) + (req.response_format != ResponseFormat::kText ? 1 : 0) +
+                    (req.grammar.empty() ? 0 : 1);
+  if (asked > 1) {
+    return InvalidRequest("only one of response_format, grammar and a forced tool_choice may be given",
+                          forced_tool ? "tool_choice" : "grammar");
+  }
+  if (forced_tool) {
+    ApiResult<std::string> gbnf = ToolCallGrammar(ctx, req);
+    if (!gbnf.ok()) return gbnf.error();
+    return Compile(gbnf.value(), "tool_choice");
+  }
+  if (req.response_format == ResponseFormat::kJsonObject) {
+    return Compile(grammar::AnyJsonObjectGbnf(), "response_format");
+  }
+  if (req.response_format == ResponseFormat::kJsonSchema) {
+    const nlohmann::json schema = nlohmann::json::parse(req.json_schema, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return InvalidRequest("the JSON schema is not valid JSON", "response_format");
+    StatusOr<std::string> gbnf = grammar::JsonSchemaToGbnf(schema);
+    if (!gbnf.ok()) return InvalidRequest("'response_format.json_schema.schema': " + gbnf.status().message(),
+                                          "response_format");
+    return Compile(gbnf.value(), "response_format");
+  }
+  if (!req.grammar.empty()) return Compile(req.grammar, "grammar");
+  return std::shared_ptr<const grammar::Grammar>();
+}
+
+}  // namespace ember::server

@@ -1,0 +1,20 @@
+// The grammar a request's output must follow, from whichever field asked for one: a forced tool call
+// (tool_choice required / a named function; tool_grammar.h), response_format json_schema or json_object
+// (grammar/json_schema.h), or a raw GBNF `grammar`. Asking for two at once is a 400, and so is a schema
+// or grammar the compiler refuses (its message names the unsupported feature). HTTP thread.
+#pragma once
+
+#include <memory>
+
+#include "grammar/grammar.h"
+#include "server/api_error.h"
+#include "server/completion_request.h"
+#include "server/server_context.h"
+
+namespace ember::server {
+
+// null when the request constrains nothing.
+ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerContext& ctx,
+                                                                      const CompletionRequest& req);
+
+}  // namespace ember::server
