@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cache/cache_options.h"
 #include "tiered/ssd_paths.h"
 #include "cli/command.h"
 #include "server/engine_backend.h"
@@ -176,8 +177,23 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--ssd-flush-timeout", o->ssd_flush_timeout_s,
                   "Seconds a cache flush (POST /admin/cache/flush, shutdown) may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
-  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials] {
+  auto store_size = std::make_shared<std::string>("256M");
+  cmd->add_option("--responses-store-size", *store_size,
+                  "Bytes of stored /v1/responses responses (store:true) kept, e.g. 256M (least recently used go "
+                  "first; 0 = store nothing). Kept in <--ssd-cache DIR>/responses so they survive restarts; RAM "
+                  "only with --no-ssd-cache")
+      ->capture_default_str()->envname("EMBER_RESPONSES_STORE_SIZE");
+  cmd->add_option("--responses-ttl", o->responses_ttl_s,
+                  "Seconds a stored response is kept (0 = until evicted by size; default 30 days)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_RESPONSES_TTL");
+  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials, store_size] {
     ServeOptions opts = *o;
+    StatusOr<size_t> store_bytes = ParseByteSize(*store_size);
+    if (!store_bytes.ok()) {
+      std::fprintf(stderr, "ember serve: --responses-store-size: %s\n", store_bytes.status().message().c_str());
+      return set_exit(2);
+    }
+    opts.responses_store_bytes = *store_bytes;
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
     if (*no_ssd) {

@@ -61,6 +61,12 @@ ApiError TooSlow(const ServeOptions& o, const char* what) {
 
 }  // namespace
 
+bool RouteMatches(const Route& route, const std::string& path) {
+  if (!route.prefix) return route.path == path;
+  return path.size() > route.path.size() && path.compare(0, route.path.size(), route.path) == 0 &&
+         path.find('/', route.path.size()) == std::string::npos;
+}
+
 HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, Env* env)
     : options_(options),
       backend_(backend),
@@ -77,7 +83,7 @@ HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, E
   ctx_.started_at = ctx_.SteadySeconds();
   ctx_.model_id = options_.model_alias.empty() ? backend_->model_id() : options_.model_alias;
   DefineMetrics();
-  for (auto* family : {&OpenAIRoutes, &AnthropicRoutes, &AdminRoutes}) {
+  for (auto* family : {&OpenAIRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes}) {
     for (Route& r : (*family)(ctx_)) routes_.push_back(std::move(r));
   }
   InstallHooks();
@@ -121,7 +127,7 @@ void HttpServer::Dispatch(const Route& route, const httplib::Request& req, httpl
 
 const Route* HttpServer::FindRoute(const std::string& method, const std::string& path) const {
   for (const Route& r : routes_) {
-    if (r.path == path && r.method == method) return &r;
+    if (RouteMatches(r, path) && r.method == method) return &r;
   }
   return nullptr;
 }
@@ -179,7 +185,7 @@ bool HttpServer::Screen(const httplib::Request& req, httplib::Response& res) {
     return true;
   }
   res.status = 204;
-  res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
   const std::string asked = req.get_header_value("Access-Control-Request-Headers");
   res.set_header("Access-Control-Allow-Headers",
                  asked.empty() ? "Authorization, Content-Type, x-api-key, anthropic-version" : asked);
@@ -210,14 +216,20 @@ std::optional<ApiError> HttpServer::ReadBody(const httplib::Request& req, const 
 
 void HttpServer::InstallHooks() {
   for (const Route& route : routes_) {
-    if (route.method == "GET") {
-      http_->Get(route.path, [this, &route](const httplib::Request& q, httplib::Response& s) {
-        Dispatch(route, q, s);
-      });
+    // httplib matches a pattern as a regex: a prefix route takes one more segment (route paths hold no
+    // regex metacharacters).
+    const std::string pattern = route.prefix ? route.path + "[^/]+" : route.path;
+    if (route.method == "GET" || route.method == "DELETE") {
+      auto handler = [this, &route](const httplib::Request& q, httplib::Response& s) { Dispatch(route, q, s); };
+      if (route.method == "GET") {
+        http_->Get(pattern, handler);
+      } else {
+        http_->Delete(pattern, handler);
+      }
       continue;
     }
     // Bodies are read here rather than by httplib, so the cap holds on the decoded bytes as they arrive.
-    http_->Post(route.path, [this, &route](const httplib::Request& q, httplib::Response& s,
+    http_->Post(pattern, [this, &route](const httplib::Request& q, httplib::Response& s,
                                            const httplib::ContentReader& read) {
       httplib::Request with_body = q;
       std::optional<ApiError> err = ReadBody(q, read, &with_body.body);
@@ -271,9 +283,11 @@ void HttpServer::InstallErrorShaping() {
     return httplib::Server::HandlerResponse::Handled;
   }));
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    bool known = false;
-    for (const Route& r : routes_) known |= r.path == req.path;
-    const std::string route = known ? req.path : "other";
+    // A prefix route counts under its pattern, so ids never become metric labels.
+    std::string route = "other";
+    for (const Route& r : routes_) {
+      if (RouteMatches(r, req.path)) route = r.prefix ? r.path + "{id}" : r.path;
+    }
     metrics_.Add("ember_http_requests_total", {{"route", route}, {"status", std::to_string(res.status)}});
     if (t_request_start >= 0) {
       metrics_.Observe("ember_http_request_duration_seconds", {{"route", route}}, ctx_.SteadySeconds() - t_request_start);

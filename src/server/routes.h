@@ -20,16 +20,22 @@ namespace ember::server {
 using RouteHandler = std::function<std::optional<ApiError>(const httplib::Request&, httplib::Response&)>;
 
 struct Route {
-  std::string method;   // "GET" or "POST"
-  std::string path;     // exact path (no patterns)
+  std::string method;   // "GET", "POST" or "DELETE"
+  std::string path;     // exact path, or with `prefix` the part before one more path segment
   ApiFlavor flavor = ApiFlavor::kOpenAI;
   bool needs_auth = true;
   RouteHandler handler;
+  // The path is "<path><segment>" with a non-empty segment holding no '/' (/v1/responses/{id}).
+  bool prefix = false;
 };
+// Whether `route` serves `path`.
+bool RouteMatches(const Route& route, const std::string& path);
 
 std::vector<Route> OpenAIRoutes(ServerContext& ctx);     // /v1/chat/completions, /v1/completions, /v1/models
 std::vector<Route> AnthropicRoutes(ServerContext& ctx);  // /v1/messages, /v1/messages/count_tokens
 std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /tokenize, ...
+// POST /v1/responses, GET and DELETE /v1/responses/{id}; owns the response store (response_store.h).
+std::vector<Route> ResponsesRoutes(ServerContext& ctx);
 
 // The request body as JSON; a 400 naming the parse error when it is not, or the depth limit when it
 // nests deeper than kMaxJsonDepth (json_input.h). Every route that takes a body parses it here.

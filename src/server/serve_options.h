@@ -47,6 +47,11 @@ struct ServeOptions {
   // printed at start).
   int64_t step_tokens = 256;
   std::string kv_budget;
+  // Stored responses (POST /v1/responses with store:true; response_store.h): a byte cap (LRU beyond it;
+  // 0 = nothing is stored) and a TTL in seconds (0 = never expire). Persisted in <ssd_cache_dir>/responses
+  // when ssd_cache_dir is set; RAM only otherwise.
+  size_t responses_store_bytes = size_t{256} << 20;
+  double responses_ttl_s = 30 * 24 * 3600.0;
 };
 
 inline constexpr int kMaxParallel = 64;

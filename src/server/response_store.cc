@@ -1,0 +1,265 @@
+#include "server/response_store.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "coldtier/private_dir.h"
+#include "server/json_input.h"
+#include "server/responses_conversation.h"
+#include "server/responses_response.h"
+#include "util/atomic_write.h"
+#include "util/sha256.h"
+
+namespace ember::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kMagic = "ember-response 1 ";
+constexpr const char* kDirName = "responses";
+constexpr const char* kFileExtension = ".json";
+constexpr const char* kTempExtension = ".tmp";
+
+std::string FileName(const std::string& id) { return id + kFileExtension; }
+
+void Log(const std::string& what) { std::fprintf(stderr, "ember: responses store: %s\n", what.c_str()); }
+
+}  // namespace
+
+std::string EncodeStoredResponse(const StoredResponse& r) {
+  const json body = {{"id", r.id},
+                     {"tenant", r.tenant},
+                     {"stored_at_us", r.stored_at_us},
+                     {"response", r.response},
+                     {"conversation", ConversationToJson(r.conversation)}};
+  // Invalid UTF-8 from a model is replaced, as on the wire (DumpJson never throws).
+  const std::string text = DumpJson(body);
+  return std::string(kMagic) + Sha256Hex(text) + "\n" + text;
+}
+
+StatusOr<StoredResponse> DecodeStoredResponse(std::string_view file, const std::string& expected_id) {
+  if (file.substr(0, kMagic.size()) != kMagic) return Corrupt("not a stored response (bad header)");
+  const size_t nl = file.find('\n');
+  if (nl != kMagic.size() + 64) return Corrupt("bad header line");
+  const std::string_view digest = file.substr(kMagic.size(), 64);
+  const std::string_view text = file.substr(nl + 1);
+  if (Sha256Hex(text) != digest) return Corrupt("checksum mismatch (damaged or truncated)");
+  StatusOr<json> parsed = ParseJsonLimited(text);
+  if (!parsed.ok()) return Corrupt("body: " + parsed.status().message());
+  const json& b = parsed.value();
+  if (!b.is_object()) return Corrupt("body is not an object");
+  auto str = [&](const char* k) -> const std::string* {
+    auto it = b.find(k);
+    return it != b.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+  };
+  const std::string* id = str("id");
+  const std::string* tenant = str("tenant");
+  auto at = b.find("stored_at_us");
+  auto response = b.find("response");
+  auto conversation = b.find("conversation");
+  if (id == nullptr || tenant == nullptr || at == b.end() || !at->is_number_integer() || response == b.end() ||
+      !response->is_object() || conversation == b.end()) {
+    return Corrupt("missing or mistyped field");
+  }
+  if (*id != expected_id) return Corrupt("holds id '" + id->substr(0, 64) + "', not its file name's");
+  StatusOr<std::vector<ChatMessage>> conv = ConversationFromJson(*conversation);
+  if (!conv.ok()) return conv.status();
+  StoredResponse r;
+  r.id = *id;
+  r.tenant = *tenant;
+  r.stored_at_us = at->get<int64_t>();
+  r.response = *response;
+  r.conversation = std::move(conv).value();
+  return r;
+}
+
+ResponseStore::ResponseStore(ResponseStoreOptions options)
+    : env_(options.env != nullptr ? options.env : Env::Default()), options_(std::move(options)) {
+  if (!options_.root.empty()) dir_ = JoinPath(options_.root, kDirName);
+  MutexLock l(&mu_);
+  // An existing directory is read back now; a missing one is made on the first stored response, so a
+  // server that never stores one leaves the cache directory as it found it.
+  if (!dir_.empty() && options_.max_bytes > 0 && env_->DirExists(dir_) && EnsureDirLocked()) Load();
+}
+
+ResponseStore::~ResponseStore() = default;
+
+bool ResponseStore::Expired(const Entry& e, int64_t now_us) const {
+  return options_.ttl_s > 0 && static_cast<double>(now_us - e.stored_at_us) > options_.ttl_s * 1e6;
+}
+
+void ResponseStore::DisablePersistence(const Status& why) {
+  dir_refused_ = true;
+  Log("kept in RAM only: " + why.message());
+}
+
+bool ResponseStore::EnsureDirLocked() {
+  if (dir_ready_) return true;
+  if (dir_.empty() || dir_refused_) return false;
+  // The root is the user's cache directory (checked as the SSD tier checks it); ours inside it is never a link.
+  if (Status st = EnsurePrivateDir(*env_, options_.root, DirRole::kRoot); !st.ok()) return DisablePersistence(st), false;
+  if (Status st = EnsurePrivateDir(*env_, dir_, DirRole::kOwn); !st.ok()) return DisablePersistence(st), false;
+  StatusOr<std::unique_ptr<FileLock>> lock = env_->LockFile(JoinPath(dir_, "lock"));
+  if (!lock.ok()) return DisablePersistence(lock.status()), false;
+  lock_ = std::move(lock).value();
+  dir_ready_ = counters_.persistent = true;
+  return true;
+}
+
+void ResponseStore::Load() {
+  StatusOr<std::vector<std::string>> names = env_->GetChildren(dir_);
+  if (!names.ok()) return Log("cannot list " + dir_ + ": " + names.status().message());
+  const int64_t now = env_->WallMicros();
+  struct Loaded {
+    std::string id;
+    Entry entry;
+  };
+  std::vector<Loaded> found;
+  for (const std::string& name : *names) {
+    const std::string path = JoinPath(dir_, name);
+    if (name.ends_with(kTempExtension)) {
+      (void)env_->RemoveFile(path);  // an interrupted write
+      continue;
+    }
+    if (name == "lock" || !name.ends_with(kFileExtension)) continue;  // not ours to judge
+    const std::string id = name.substr(0, name.size() - std::string_view(kFileExtension).size());
+    auto skip = [&](const std::string& why) {
+      ++counters_.skipped;
+      Log("skipped " + path + ": " + why + " (deleted)");
+      (void)env_->RemoveFile(path);  // unlinking a link never touches its target
+    };
+    if (!IsResponseId(id)) {
+      ++counters_.skipped;
+      Log("skipped " + path + ": not a response id (left alone)");
+      continue;
+    }
+    StatusOr<uint64_t> size = env_->FileSize(path);  // refuses links and anything but a regular file
+    if (!size.ok()) {
+      skip(size.status().message());
+      continue;
+    }
+    if (*size > options_.max_bytes) {
+      skip("larger than the store's cap");
+      continue;
+    }
+    StatusOr<std::vector<uint8_t>> bytes = env_->ReadFile(path);
+    if (!bytes.ok()) {
+      skip(bytes.status().message());
+      continue;
+    }
+    std::string file(bytes->begin(), bytes->end());
+    StatusOr<StoredResponse> r = DecodeStoredResponse(file, id);
+    if (!r.ok()) {
+      skip(r.status().message());
+      continue;
+    }
+    Entry e;
+    e.tenant = r->tenant;
+    e.stored_at_us = r->stored_at_us;
+    e.body = std::move(file);
+    if (Expired(e, now)) {
+      ++counters_.expired;
+      (void)env_->RemoveFile(path);
+      continue;
+    }
+    found.push_back({id, std::move(e)});
+  }
+  // Oldest first: until used again, what was stored longest ago is evicted first.
+  std::sort(found.begin(), found.end(),
+            [](const Loaded& a, const Loaded& b) { return a.entry.stored_at_us < b.entry.stored_at_us; });
+  for (Loaded& l : found) {
+    bytes_ += l.entry.body.size();
+    l.entry.lru = lru_.insert(lru_.end(), l.id);
+    entries_.emplace(l.id, std::move(l.entry));
+    ++counters_.loaded;
+  }
+  EvictLocked(now);  // the cap may have shrunk since the last run
+}
+
+void ResponseStore::RemoveLocked(const std::string& id, bool remove_file) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  bytes_ -= it->second.body.size();
+  lru_.erase(it->second.lru);
+  entries_.erase(it);
+  if (remove_file && dir_ready_) (void)env_->RemoveFile(JoinPath(dir_, FileName(id)));
+}
+
+void ResponseStore::EvictLocked(int64_t now_us) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const std::string id = it->first;
+    const bool expired = Expired(it->second, now_us);
+    ++it;
+    if (expired) {
+      ++counters_.expired;
+      RemoveLocked(id, true);
+    }
+  }
+  while (bytes_ > options_.max_bytes && !lru_.empty()) {
+    ++counters_.evicted;
+    RemoveLocked(lru_.front(), true);
+  }
+}
+
+Status ResponseStore::Put(StoredResponse r) {
+  MutexLock l(&mu_);
+  const int64_t now = env_->WallMicros();
+  r.stored_at_us = now;
+  std::string file = EncodeStoredResponse(r);
+  if (file.size() > options_.max_bytes) {
+    return ResourceExhausted("the response (" + std::to_string(file.size()) + " bytes stored) exceeds " +
+                             "--responses-store-size (" + std::to_string(options_.max_bytes) + " bytes)");
+  }
+  RemoveLocked(r.id, false);  // the file is replaced below
+  Status written = Status::Ok();
+  if (EnsureDirLocked()) {
+    written = WriteFileAtomically(*env_, dir_, FileName(r.id), file);
+    if (!written.ok()) {
+      ++counters_.write_failures;
+      Log("cannot write " + JoinPath(dir_, FileName(r.id)) + ": " + written.message() + " (kept in RAM)");
+    }
+  }
+  Entry e;
+  e.tenant = std::move(r.tenant);
+  e.stored_at_us = now;
+  e.body = std::move(file);
+  bytes_ += e.body.size();
+  e.lru = lru_.insert(lru_.end(), r.id);
+  entries_.emplace(r.id, std::move(e));
+  EvictLocked(now);
+  return written;
+}
+
+std::optional<StoredResponse> ResponseStore::Get(const std::string& id, const std::string& tenant) {
+  MutexLock l(&mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.tenant != tenant) return std::nullopt;
+  if (Expired(it->second, env_->WallMicros())) {
+    ++counters_.expired;
+    RemoveLocked(id, true);
+    return std::nullopt;
+  }
+  lru_.splice(lru_.end(), lru_, it->second.lru);
+  StatusOr<StoredResponse> r = DecodeStoredResponse(it->second.body, id);
+  if (!r.ok()) return std::nullopt;  // cannot happen: the bytes were written or checked by this store
+  return std::move(r).value();
+}
+
+bool ResponseStore::Delete(const std::string& id, const std::string& tenant) {
+  MutexLock l(&mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.tenant != tenant) return false;
+  RemoveLocked(id, true);
+  return true;
+}
+
+ResponseStoreStats ResponseStore::stats() const {
+  MutexLock l(&mu_);
+  ResponseStoreStats s = counters_;
+  s.entries = entries_.size();
+  s.bytes = bytes_;
+  return s;
+}
+
+}  // namespace ember::server
