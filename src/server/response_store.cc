@@ -23,6 +23,13 @@ constexpr const char* kTempExtension = ".tmp";
 
 std::string FileName(const std::string& id) { return id + kFileExtension; }
 
+// A link or a FIFO where a response file should be is not ours: removed. A regular file that could not
+// be sized is left for the next start.
+bool IsRegular(Env& env, const std::string& path) {
+  StatusOr<PathInfo> info = env.Stat(path, /*follow_symlinks=*/false);
+  return info.ok() && info->type == PathInfo::Type::kFile;
+}
+
 void Log(const std::string& what) { std::fprintf(stderr, "ember: responses store: %s\n", what.c_str()); }
 
 }  // namespace
@@ -124,10 +131,11 @@ void ResponseStore::Load() {
     }
     if (name == "lock" || !name.ends_with(kFileExtension)) continue;  // not ours to judge
     const std::string id = name.substr(0, name.size() - std::string_view(kFileExtension).size());
-    auto skip = [&](const std::string& why) {
+    // Bad contents are deleted (the directory is ours); a failed read may be passing, so that file stays.
+    auto skip = [&](const std::string& why, bool remove = true) {
       ++counters_.skipped;
-      Log("skipped " + path + ": " + why + " (deleted)");
-      (void)env_->RemoveFile(path);  // unlinking a link never touches its target
+      Log("skipped " + path + ": " + why + (remove ? " (deleted)" : ""));
+      if (remove) (void)env_->RemoveFile(path);  // unlinking a link never touches its target
     };
     if (!IsResponseId(id)) {
       ++counters_.skipped;
@@ -136,7 +144,7 @@ void ResponseStore::Load() {
     }
     StatusOr<uint64_t> size = env_->FileSize(path);  // refuses links and anything but a regular file
     if (!size.ok()) {
-      skip(size.status().message());
+      skip(size.status().message(), /*remove=*/size.status().code() != StatusCode::kIoError || !IsRegular(*env_, path));
       continue;
     }
     if (*size > options_.max_bytes) {
@@ -145,7 +153,7 @@ void ResponseStore::Load() {
     }
     StatusOr<std::vector<uint8_t>> bytes = env_->ReadFile(path);
     if (!bytes.ok()) {
-      skip(bytes.status().message());
+      skip(bytes.status().message(), /*remove=*/false);
       continue;
     }
     std::string file(bytes->begin(), bytes->end());
@@ -177,13 +185,15 @@ void ResponseStore::Load() {
   EvictLocked(now);  // the cap may have shrunk since the last run
 }
 
-void ResponseStore::RemoveLocked(const std::string& id, bool remove_file) {
+void ResponseStore::RemoveLocked(const std::string& id_ref, bool remove_file) {
+  const std::string id = id_ref;  // id_ref may be the lru_ element erased below
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   bytes_ -= it->second.body.size();
   lru_.erase(it->second.lru);
   entries_.erase(it);
-  if (remove_file && dir_ready_) (void)env_->RemoveFile(JoinPath(dir_, FileName(id)));
+  // Synced, so a deleted or evicted response does not come back after a power cut.
+  if (remove_file && dir_ready_ && env_->RemoveFile(JoinPath(dir_, FileName(id))).ok()) (void)env_->SyncDir(dir_);
 }
 
 void ResponseStore::EvictLocked(int64_t now_us) {
