@@ -64,16 +64,6 @@ void RequireString(FieldReader& f, const char* key, std::string* out) {
   if (f.ok() && out->empty()) f.Fail(f.Path(key), "'" + f.Path(key) + "' is required");
 }
 
-// The function name of an earlier call with this id (some templates name the tool a result answers).
-std::string CallName(const std::vector<ChatMessage>& messages, const std::string& call_id) {
-  for (auto m = messages.rbegin(); m != messages.rend(); ++m) {
-    for (const ToolCall& c : m->tool_calls) {
-      if (c.id == call_id) return c.name;
-    }
-  }
-  return "";
-}
-
 void ReadItem(const json& item, size_t i, FieldReader& r, std::vector<ChatMessage>* out) {
   const std::string path = Index("input", i);
   FieldReader f = r.Child(item, path);
@@ -113,7 +103,6 @@ void ReadItem(const json& item, size_t i, FieldReader& r, std::vector<ChatMessag
     const json* output = f.Any("output");
     if (f.ok() && output == nullptr) return f.Fail(path + ".output", "'" + path + ".output' is required");
     if (output != nullptr) m.content = ReadContent(*output, path + ".output", f);
-    m.name = CallName(*out, m.tool_call_id);
     out->push_back(std::move(m));
     return;
   }
@@ -241,6 +230,18 @@ void ReadMetadata(FieldReader& r, ResponsesRequest* out) {
 
 }  // namespace
 
+void NameToolResults(std::vector<ChatMessage>* messages) {
+  for (size_t i = 0; i < messages->size(); ++i) {
+    ChatMessage& m = (*messages)[i];
+    if (m.role != "tool" || !m.name.empty()) continue;
+    for (size_t j = i; j-- > 0 && m.name.empty();) {
+      for (const ToolCall& c : (*messages)[j].tool_calls) {
+        if (c.id == m.tool_call_id) m.name = c.name;
+      }
+    }
+  }
+}
+
 ApiResult<ResponsesRequest> ParseResponsesRequest(const json& body) {
   if (!body.is_object()) return InvalidRequest("request body must be a JSON object");
   std::optional<ApiError> err;
@@ -263,6 +264,7 @@ ApiResult<ResponsesRequest> ParseResponsesRequest(const json& body) {
     }
   }
   ReadInput(r, &c);
+  NameToolResults(&c.messages);
   ReadTools(r, &out);
   ReadToolChoice(r, &out);
   if (c.tool_choice == ToolChoice::kNone) c.tools.clear();  // as the chat parser: no tools in the prompt

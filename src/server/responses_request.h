@@ -38,4 +38,8 @@ inline constexpr size_t kMaxMetadataValueBytes = 512;
 
 ApiResult<ResponsesRequest> ParseResponsesRequest(const nlohmann::json& body);
 
+// Names each `tool` turn that has no name after the function call it answers (some chat templates show
+// the tool's name beside its result). Run on the whole conversation: the call may be in a stored turn.
+void NameToolResults(std::vector<ChatMessage>* messages);
+
 }  // namespace ember::server

@@ -163,6 +163,7 @@ std::optional<ApiError> HandleCreate(ServerContext& ctx, const std::shared_ptr<R
   }
   CompletionRequest& c = t->req.completion;
   t->conversation.insert(t->conversation.end(), c.messages.begin(), c.messages.end());
+  NameToolResults(&t->conversation);  // a result may answer a call of a stored turn
   // The previous response's instructions are not carried over (OpenAI documents this): only this request's.
   c.messages.clear();
   if (t->req.instructions) c.messages.push_back(ChatMessage{"system", *t->req.instructions, {}, "", ""});
