@@ -123,6 +123,7 @@ void ResponseStore::Load() {
     Entry entry;
   };
   std::vector<Loaded> found;
+  uint64_t skipped = 0;  // counted here: the analysis does not see mu_ held inside the lambda below
   for (const std::string& name : *names) {
     const std::string path = JoinPath(dir_, name);
     if (name.ends_with(kTempExtension)) {
@@ -133,12 +134,12 @@ void ResponseStore::Load() {
     const std::string id = name.substr(0, name.size() - std::string_view(kFileExtension).size());
     // Bad contents are deleted (the directory is ours); a failed read may be passing, so that file stays.
     auto skip = [&](const std::string& why, bool remove = true) {
-      ++counters_.skipped;
+      ++skipped;
       Log("skipped " + path + ": " + why + (remove ? " (deleted)" : ""));
       if (remove) (void)env_->RemoveFile(path);  // unlinking a link never touches its target
     };
     if (!IsResponseId(id)) {
-      ++counters_.skipped;
+      ++skipped;
       Log("skipped " + path + ": not a response id (left alone)");
       continue;
     }
@@ -173,6 +174,7 @@ void ResponseStore::Load() {
     }
     found.push_back({id, std::move(e)});
   }
+  counters_.skipped += skipped;
   // Oldest first: until used again, what was stored longest ago is evicted first.
   std::sort(found.begin(), found.end(),
             [](const Loaded& a, const Loaded& b) { return a.entry.stored_at_us < b.entry.stored_at_us; });
