@@ -5,7 +5,7 @@
 // <dir>/responses).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -156,6 +156,28 @@ test('function tools: a function_call item, then its function_call_output contin
   assert.equal(events.at(-1).type, 'response.completed');
 });
 
+test('hostile bodies and ids are 4xx answers, and the server goes on', async () => {
+  const deep = await postJson(`${server.url}/v1/responses`, `{"input":${'['.repeat(100000)}${']'.repeat(100000)}}`);
+  assert.equal(deep.status, 400);
+  assert.match(deep.json.error.message, /deeper than/);
+  const deepArgs = await postJson(`${server.url}/v1/responses`, {
+    input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '['.repeat(5000) + ']'.repeat(5000) }],
+  });
+  assert.equal(deepArgs.status, 400);
+  assert.equal(deepArgs.json.error.param, 'input[0].arguments');
+  for (const id of ['resp_' + 'f'.repeat(4000), '..%2F..%2Fetc%2Fpasswd', 'resp_%00', '%2e%2e']) {
+    const g = await fetch(`${server.url}/v1/responses/${id}`);
+    assert.ok(g.status === 404 || g.status === 400, `${id}: ${g.status}`);
+    const d = await fetch(`${server.url}/v1/responses/${id}`, { method: 'DELETE' });
+    assert.ok(d.status === 404 || d.status === 400, `${id}: ${d.status}`);
+  }
+  const many = await postJson(`${server.url}/v1/responses`, {
+    input: Array.from({ length: 20000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'x' })),
+  });
+  assert.ok(many.status >= 400 && many.status < 500, many.text.slice(0, 200));
+  assert.equal((await fetch(`${server.url}/health`)).status, 200);
+});
+
 test('bad input is a 400 naming the field', async () => {
   await assert.rejects(
     client.responses.create({ model: 'ember-fake', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }),
@@ -170,8 +192,14 @@ test('stored responses survive a restart on the same directory', async () => {
   assert.ok(existsSync(path.join(fakeDir, 'responses', `${r.id}.json`)), readdirSync(fakeDir).join(','));
   const exit = await server.stop();
   assert.equal(exit.code, 0);
+  // Planted or damaged files beside it are skipped with a log line, never trusted, never a crash.
+  const planted = `resp_${'ab'.repeat(16)}`;
+  writeFileSync(path.join(fakeDir, 'responses', `${planted}.json`), 'ember-response 1 ' + '0'.repeat(64) + '\n{"id":1}');
+  writeFileSync(path.join(fakeDir, 'responses', `resp_${'cd'.repeat(16)}.json`), '['.repeat(100000));
   server = await startServer(['--ssd-cache', fakeDir]);
   client = clientFor(server);
+  assert.match(server.stderr(), new RegExp(`responses store: skipped .*${planted}\\.json: checksum mismatch`));
+  await assert.rejects(client.responses.retrieve(planted), (e) => e.status === 404);
   const got = await client.responses.retrieve(r.id);
   assert.equal(got.output_text, 'durable');
   const next = await client.responses.create({ model: 'ember-fake', input: 'echo: after', previous_response_id: r.id });
