@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -25,6 +26,14 @@ class RecordingBackend : public ForwardingBackend {
     last_ = in.messages;
     return fake_.TokenizeChat(in);
   }
+  Status Generate(const GenerationRequest& req, const TokenCallback& on_token, GenerationResult* out) override {
+    if (fail_) {
+      on_token(TokenEvent{1, "par", 0, {}});
+      return Internal("the engine broke");
+    }
+    return fake_.Generate(req, on_token, out);
+  }
+  void set_fail(bool f) { fail_ = f; }
   std::vector<ChatMessage> last() const {
     std::lock_guard<std::mutex> l(mu_);
     return last_;
@@ -33,6 +42,7 @@ class RecordingBackend : public ForwardingBackend {
  private:
   mutable std::mutex mu_;
   mutable std::vector<ChatMessage> last_;
+  std::atomic<bool> fail_{false};
 };
 
 class ResponsesHttpTest : public ::testing::Test {
@@ -325,6 +335,29 @@ TEST_F(ResponsesHttpTest, StreamingIncompleteEndsWithResponseIncomplete) {
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().first, "response.incomplete");
   EXPECT_EQ(events.back().second["response"]["incomplete_details"]["reason"], "max_output_tokens");
+}
+
+TEST_F(ResponsesHttpTest, AFailedGenerationIsAnErrorEventThenResponseFailedAndIsNotStored) {
+  backend_ = std::make_unique<RecordingBackend>();
+  backend_->set_fail(true);
+  Start();
+  auto res = client_->Post("/v1/responses", json{{"input", "hi"}, {"stream", true}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  const auto events = Events(res->body);
+  ASSERT_GE(events.size(), 2u);
+  const auto& error = events[events.size() - 2];
+  EXPECT_EQ(error.first, "error");
+  EXPECT_EQ(error.second["code"], "server_error");
+  EXPECT_NE(error.second["message"].get<std::string>().find("the engine broke"), std::string::npos);
+  const auto& failed = events.back();
+  EXPECT_EQ(failed.first, "response.failed");
+  EXPECT_EQ(failed.second["response"]["status"], "failed");
+  EXPECT_EQ(failed.second["response"]["error"]["code"], "server_error");
+  EXPECT_EQ(Get(failed.second["response"]["id"]).first, 404);
+  // Not streaming: an ordinary 500 in OpenAI's shape.
+  auto [status, e] = Create({{"input", "hi"}});
+  EXPECT_EQ(status, 500);
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("the engine broke"), std::string::npos);
 }
 
 TEST_F(ResponsesHttpTest, StoredResponsesSurviveARestart) {
