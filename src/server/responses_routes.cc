@@ -31,6 +31,19 @@ ApiError ResponseNotFound(const std::string& id) {
   return {404, "invalid_request_error", "Response with id '" + id.substr(0, 100) + "' not found.", ""};
 }
 
+// StartGeneration names the chat route's fields; a Responses client sent max_output_tokens and input.
+ApiError InResponsesTerms(ApiError e) {
+  if (e.param == "max_tokens") {
+    e.param = "max_output_tokens";
+    for (size_t at = 0; (at = e.message.find("max_tokens", at)) != std::string::npos; at += 17) {
+      e.message.replace(at, 10, "max_output_tokens");
+    }
+  } else if (e.param == "messages" || e.param == "prompt") {
+    e.param = "input";
+  }
+  return e;
+}
+
 struct Turn {
   ServerContext* ctx;
   std::shared_ptr<ResponseStore> store;
@@ -171,7 +184,7 @@ std::optional<ApiError> HandleCreate(ServerContext& ctx, const std::shared_ptr<R
   ApiResult<std::shared_ptr<GenerationJob>> job =
       StartGeneration(ctx, c, ctx.access->KeyIdentity(http.get_header_value("Authorization"),
                                                       http.get_header_value("x-api-key")));
-  if (!job.ok()) return job.error();
+  if (!job.ok()) return InResponsesTerms(job.error());
   t->job = job.value();
   t->echo = EchoOf(t->req, RandomId("resp_"), ctx.UnixSeconds(), ctx.model_id);
   if (c.stream) {

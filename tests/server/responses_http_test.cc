@@ -213,6 +213,18 @@ TEST_F(ResponsesHttpTest, BadBodiesAre400sNamingTheField) {
   EXPECT_EQ(e2["error"]["param"], "input[0].content[0].type");
 }
 
+TEST_F(ResponsesHttpTest, ContextOverflowNamesTheResponsesFields) {
+  Start();  // the fake's context is 4096 byte tokens
+  auto [s1, e1] = Create({{"input", "hi"}, {"max_output_tokens", 5000}});
+  EXPECT_EQ(s1, 400);
+  EXPECT_EQ(e1["error"]["param"], "max_output_tokens");
+  EXPECT_NE(e1["error"]["message"].get<std::string>().find("max_output_tokens (5000)"), std::string::npos)
+      << e1.dump();
+  auto [s2, e2] = Create({{"input", std::string(5000, 'x')}});
+  EXPECT_EQ(s2, 400);
+  EXPECT_EQ(e2["error"]["param"], "input");
+}
+
 TEST_F(ResponsesHttpTest, MaxOutputTokensMakesItIncomplete) {
   Start();
   auto [status, r] = Create({{"input", "tell me more"}, {"max_output_tokens", 3}});  // 8+ words
