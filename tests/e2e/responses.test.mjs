@@ -233,7 +233,7 @@ test('--no-ssd-cache keeps stored responses in RAM only', async () => {
 
 // ---- The real engine: the earlier turns come from the prefix cache ----
 
-test('a previous_response_id follow-up reports the earlier turns as cached, also after a restart on the SSD tier', async () => {
+test('a previous_response_id follow-up reports the earlier turns as cached, also after a restart on the SSD tier', async (t) => {
   const model = await makeTinyModel();
   const dir = tempDir('ssd');
   const args = ['--ssd-cache', dir, '--ssd-demote-idle', '0', '--parallel', '1'];
@@ -260,6 +260,9 @@ test('a previous_response_id follow-up reports the earlier turns as cached, also
     assert.ok(cached3 >= t1.usage.input_tokens - 1, `after the restart turn 3 cached ${cached3}: ${JSON.stringify(t3.usage)}`);
     assert.equal(t3.usage.input_tokens_details.cache_tier, 'ssd');
     assert.equal((await c.responses.retrieve(t2.id)).output_text, t2.output_text);
+    t.diagnostic(`turn 1 input ${t1.usage.input_tokens}; turn 2 input ${t2.usage.input_tokens}, cached ${cached2} ` +
+                 `(${t2.usage.input_tokens_details.cache_tier}); after restart turn 3 input ${t3.usage.input_tokens}, ` +
+                 `cached ${cached3} (${t3.usage.input_tokens_details.cache_tier})`);
   } finally {
     await real.stop();
     model.remove();
