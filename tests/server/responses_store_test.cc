@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "server/responses_response.h"
 #include "util/sha256.h"
@@ -285,6 +287,35 @@ TEST(ResponseStore, ReadErrorsAtStartAreSkipped) {
   EXPECT_EQ(store.stats().skipped, 1u);
   EXPECT_TRUE(env.FileExists(PathOf(r)));  // a read error may pass: the file is kept for the next start
   env.set_read_error(false);
+}
+
+TEST(ResponseStore, ConcurrentUseKeepsItsAccountsStraight) {
+  MemEnv env;
+  const size_t one = EncodeStoredResponse(Make()).size();
+  ResponseStore store(Opts(&env, 20 * one));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&store, t] {
+      const std::string tenant(1, static_cast<char>('a' + t));
+      for (int i = 0; i < 50; ++i) {
+        StoredResponse r = Make(tenant);
+        EXPECT_TRUE(store.Put(r).ok());
+        std::optional<StoredResponse> got = store.Get(r.id, tenant);
+        if (got) {  // else already evicted by another thread's puts
+          EXPECT_EQ(got->response, r.response);
+        }
+        if (i % 3 == 0) (void)store.Delete(r.id, tenant);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const ResponseStoreStats s = store.stats();
+  EXPECT_LE(s.bytes, 20 * one + 64);
+  EXPECT_GT(s.entries, 0u);
+  // What the store counts is what is on disk: one file per entry (plus the lock).
+  size_t files = 0;
+  for (const std::string& f : env.AllFiles()) files += f.ends_with(".json");
+  EXPECT_EQ(files, s.entries);
 }
 
 }  // namespace
