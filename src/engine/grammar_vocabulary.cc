@@ -11,8 +11,9 @@ std::shared_ptr<const grammar::Vocabulary> MakeGrammarVocabulary(const Tokenizer
   std::vector<bool> control(static_cast<size_t>(n), false);
   for (int32_t id = 0; id < n; ++id) {
     control[static_cast<size_t>(id)] = tokenizer.IsControl(id);
-    // What the server's streaming detokenizer emits for the token (no special rendering).
-    pieces[static_cast<size_t>(id)] = std::string(tokenizer.TextPiece(id, /*render_special=*/false));
+    // The bytes the server streams for the token (TokenEvent::piece): the grammar constrains what the
+    // client receives.
+    pieces[static_cast<size_t>(id)] = std::string(tokenizer.TokenToPiece(id, /*render_special=*/false));
   }
   return grammar::Vocabulary::Create(std::move(pieces), control, tokenizer.eog_ids());
 }
