@@ -30,9 +30,10 @@ int Run(const bench::GrammarBenchConfig& c, bool as_json) {
   }
   if (j.contains("decode")) {
     const auto& d = j["decode"];
-    std::printf("decode %s: free %.2f tok/s, constrained %.2f tok/s (%.1f%% slower)\n",
+    std::printf("decode %s: free %.2f tok/s, constrained %.2f tok/s (%.1f%% slower; %lld of %lld masks computed)\n",
                 d["model"].get<std::string>().c_str(), d["free"]["decode_tok_s"].get<double>(),
-                d["constrained"]["decode_tok_s"].get<double>(), d["slowdown_pct"].get<double>());
+                d["constrained"]["decode_tok_s"].get<double>(), d["slowdown_pct"].get<double>(),
+                d["constrained"]["mask_misses"].get<long long>(), d["constrained"]["masks"].get<long long>());
   }
   return 0;
 }
