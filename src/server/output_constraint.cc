@@ -1,7 +1,5 @@
 #include "server/output_constraint.h"
 
-#include <nlohmann/json.hpp>
-
 #include "grammar/json_schema.h"
 #include "server/tool_grammar.h"
 
@@ -35,11 +33,11 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerCont
     return Compile(grammar::AnyJsonObjectGbnf(), "response_format");
   }
   if (req.response_format == ResponseFormat::kJsonSchema) {
-    const nlohmann::json schema = nlohmann::json::parse(req.json_schema, nullptr, /*allow_exceptions=*/false);
-    if (schema.is_discarded()) return InvalidRequest("the JSON schema is not valid JSON", "response_format");
-    StatusOr<std::string> gbnf = grammar::JsonSchemaToGbnf(schema);
-    if (!gbnf.ok()) return InvalidRequest("'response_format.json_schema.schema': " + gbnf.status().message(),
-                                          "response_format");
+    // The text keeps the schema's property order where the parser kept it.
+    StatusOr<std::string> gbnf = grammar::JsonSchemaTextToGbnf(req.json_schema);
+    if (!gbnf.ok()) {
+      return InvalidRequest("'response_format.json_schema.schema': " + gbnf.status().message(), "response_format");
+    }
     return Compile(gbnf.value(), "response_format");
   }
   if (!req.grammar.empty()) return Compile(req.grammar, "grammar");
