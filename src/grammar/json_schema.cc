@@ -650,7 +650,7 @@ StatusOr<std::string> Compiler::NumberSchema(const json& s, const std::string& p
   }
   for (const char* key : {"exclusiveMinimum", "exclusiveMaximum"}) {
     if (!s.contains(key)) continue;
-    const bool is_min = key[9] == 'i';
+    const bool is_min = key[10] == 'i';  // exclusiveM(i)nimum
     const json& v = s[key];
     std::optional<double>& bound = is_min ? b.minimum : b.maximum;
     bool& exclusive = is_min ? b.exclusive_minimum : b.exclusive_maximum;
