@@ -225,9 +225,8 @@ class RegexParser {
   Status Class(std::string* out) {
     CharSet set;
     if (Eat('^')) set.negated = true;
-    bool first = true;
-    while (i_ < p_.size() && (first || !Peek(']'))) {
-      first = false;
+    // ECMAScript, unlike POSIX, closes a class at a leading ']': [] matches nothing, [^] anything.
+    while (i_ < p_.size() && !Peek(']')) {
       CharSet lo;
       if (Eat('\\')) {
         Status s = Escape(true, &lo);
