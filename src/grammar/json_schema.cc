@@ -35,6 +35,9 @@ constexpr int kAnyValueDepth = 6;          // nesting of free JSON values (items
 constexpr int64_t kMaxRepeat = 1024;       // grammar.h's GbnfLimits::max_repeat
 constexpr size_t kMaxGrammarBytes = 256 * 1024;
 constexpr size_t kMaxEnumValues = 1024;
+// Sub-schemas visited plus schemas folded by allOf / oneOf checks, over one compile: folding can repeat
+// work (allOf of references to allOfs), so the whole compile is bounded, not only each step.
+constexpr int64_t kWorkBudget = 20000;
 
 // Keywords that constrain values but that the compiler cannot enforce: refused, never ignored.
 const std::set<std::string>& UnsupportedKeywords() {
@@ -243,6 +246,7 @@ class Compiler {
 
   StatusOr<std::string> Value(const json& s, const std::string& ptr, int depth) {
     if (depth > kMaxSchemaDepth) return Bad("schema nested deeper than " + std::to_string(kMaxSchemaDepth), ptr);
+    if (--budget_ < 0) return Bad(TooLarge(), ptr);
     if (s.is_boolean()) {
       if (s.get<bool>()) return AnyValue(kAnyValueDepth);
       return Bad("schema 'false' admits no value", ptr);
@@ -255,7 +259,7 @@ class Compiler {
     }
     if (s.contains("$ref") || s.contains("allOf")) {
       if (s.contains("$ref") && !HasConstraintsBesides(s, {"$ref"})) return Ref(s["$ref"], PointerAppend(ptr, "$ref"), depth);
-      StatusOr<json> folded = schema_combine::FoldAllOf(root_, s, ptr);
+      StatusOr<json> folded = schema_combine::FoldAllOf(root_, s, ptr, &budget_);
       if (!folded.ok()) return folded.status();
       return Value(*folded, ptr, depth + 1);
     }
@@ -282,6 +286,11 @@ class Compiler {
       alts.push_back(*a);
     }
     return Alt(alts);
+  }
+
+  static std::string TooLarge() {
+    std::string m = "schema too large to compile (more than ";
+    return m.append(std::to_string(kWorkBudget)).append(" sub-schemas)");
   }
 
   // Whether `s` has keywords other than annotations and `except` (so it must be merged, not referenced).
@@ -338,7 +347,7 @@ class Compiler {
     std::vector<json> branches;
     for (const json& b : list) branches.push_back(merge ? json{{"allOf", json::array({base, b})}} : b);
     if (kw == "oneOf") {
-      Status d = schema_combine::CheckDisjoint(root_, branches, lptr);
+      Status d = schema_combine::CheckDisjoint(root_, branches, lptr, &budget_);
       if (!d.ok()) return d;
     }
     std::vector<std::string> alts;
@@ -418,6 +427,7 @@ class Compiler {
   std::set<std::string> names_;
   std::map<std::string, std::string> ref_names_;  // JSON pointer of a $ref target -> its rule
   std::set<std::string> open_heads_;              // targets entered since the last consumed '{' or '['
+  int64_t budget_ = kWorkBudget;
 };
 
 // Inside '{' or '[' the input has advanced, so a $ref back to an open target is no longer left recursion.

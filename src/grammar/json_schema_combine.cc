@@ -46,7 +46,7 @@ json IntersectTypes(const std::vector<std::string>& a, const std::vector<std::st
 }
 
 // Resolves a top-level $ref (repeatedly) and folds nested allOf, so `Merge` sees plain keyword maps.
-StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth);
+StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth, int64_t* budget);
 
 Status MergeInto(const json& root, json* a, const json& b, const std::string& ptr) {
   if (b.is_boolean()) {
@@ -130,8 +130,10 @@ Status MergeInto(const json& root, json* a, const json& b, const std::string& pt
   return Status::Ok();
 }
 
-StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth) {
+StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth, int64_t* budget) {
   if (depth > kMaxFoldDepth) return Unsupported("allOf / $ref chain deeper than " + std::to_string(kMaxFoldDepth), ptr);
+  // allOf of references to allOfs doubles the work per level: the budget bounds the whole compile.
+  if (--*budget < 0) return Unsupported("schema too large to compile (allOf / $ref folding)", ptr);
   if (!s.is_object()) return s;
   json out = s;
   json parts = json::array();
@@ -149,7 +151,8 @@ StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, 
     out.erase("allOf");
   }
   for (size_t i = 0; i < parts.size(); ++i) {
-    StatusOr<json> flat = Flatten(root, parts[i], PointerAppend(PointerAppend(ptr, "allOf"), std::to_string(i)), depth + 1);
+    StatusOr<json> flat = Flatten(root, parts[i], PointerAppend(PointerAppend(ptr, "allOf"), std::to_string(i)), depth + 1,
+                                  budget);
     if (!flat.ok()) return flat.status();
     Status st = MergeInto(root, &out, *flat, ptr);
     if (!st.ok()) return st;
@@ -207,7 +210,7 @@ std::vector<std::string> Required(const json& s) {
 }
 
 // Whether every value compiled from object schema `a` fails object schema `b`.
-bool ObjectExcludes(const json& root, const json& a, const json& b) {
+bool ObjectExcludes(const json& root, const json& a, const json& b, int64_t* budget) {
   const json a_props = a.value("properties", json::object());
   const json b_props = b.value("properties", json::object());
   const std::vector<std::string> a_req = Required(a), b_req = Required(b);
@@ -224,7 +227,7 @@ bool ObjectExcludes(const json& root, const json& a, const json& b) {
   for (const std::string& k : a_req) {
     if (std::find(b_req.begin(), b_req.end(), k) == b_req.end()) continue;
     if (!a_props.contains(k) || !b_props.contains(k)) continue;
-    StatusOr<json> pa = Flatten(root, a_props[k], "", 0), pb = Flatten(root, b_props[k], "", 0);
+    StatusOr<json> pa = Flatten(root, a_props[k], "", 0, budget), pb = Flatten(root, b_props[k], "", 0, budget);
     if (!pa.ok() || !pb.ok()) continue;
     if (HasValues(*pa) && HasValues(*pb) && ValueSetsDisjoint(ValuesOf(*pa), ValuesOf(*pb))) return true;
   }
@@ -281,8 +284,8 @@ StatusOr<const json*> ResolveRef(const json& root, const json& ref, const std::s
   return cur;
 }
 
-StatusOr<json> FoldAllOf(const json& root, const json& schema, const std::string& ptr) {
-  return Flatten(root, schema, ptr, 0);
+StatusOr<json> FoldAllOf(const json& root, const json& schema, const std::string& ptr, int64_t* budget) {
+  return Flatten(root, schema, ptr, 0, budget);
 }
 
 std::vector<std::string> TypesOf(const json& s) {
@@ -300,10 +303,10 @@ std::vector<std::string> TypesOf(const json& s) {
   return t;
 }
 
-Status CheckDisjoint(const json& root, const std::vector<json>& branches, const std::string& ptr) {
+Status CheckDisjoint(const json& root, const std::vector<json>& branches, const std::string& ptr, int64_t* budget) {
   std::vector<json> flat;
   for (const json& b : branches) {
-    StatusOr<json> f = Flatten(root, b, ptr, 0);
+    StatusOr<json> f = Flatten(root, b, ptr, 0, budget);
     if (!f.ok()) return f.status();
     flat.push_back(*f);
   }
@@ -314,7 +317,8 @@ Status CheckDisjoint(const json& root, const std::vector<json>& branches, const 
       if (HasValues(a) && HasValues(b) && ValueSetsDisjoint(ValuesOf(a), ValuesOf(b))) continue;
       const std::vector<std::string> ta = TypesOf(a), tb = TypesOf(b);
       const bool objects = ta == std::vector<std::string>{"object"} && tb == std::vector<std::string>{"object"};
-      if (objects && ObjectExcludes(root, a, b) && ObjectExcludes(root, b, a)) continue;
+      if (objects && ObjectExcludes(root, a, b, budget) && ObjectExcludes(root, b, a, budget)) continue;
+      if (*budget < 0) return Unsupported("schema too large to compile (oneOf)", ptr);
       return Unsupported("unsupported JSON Schema keyword 'oneOf' with branches " + std::to_string(i) + " and " +
                          std::to_string(j) + " that may overlap (use anyOf)", ptr);
     }

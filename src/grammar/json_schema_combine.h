@@ -3,6 +3,7 @@
 // (its branches must be provably disjoint, or a value matching two would be emitted).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,14 @@ StatusOr<const nlohmann::ordered_json*> ResolveRef(const nlohmann::ordered_json&
 // properties merged (a property in several branches becomes an allOf of its schemas), required united,
 // type lists intersected, bounds tightened, additionalProperties false honoured. A conflict the fold cannot
 // express is InvalidArgument naming the keyword.
-StatusOr<nlohmann::ordered_json> FoldAllOf(const nlohmann::ordered_json& root, const nlohmann::ordered_json& schema, const std::string& ptr);
+// `budget` is shared by a whole compile and decremented per schema folded; below zero is an error.
+StatusOr<nlohmann::ordered_json> FoldAllOf(const nlohmann::ordered_json& root, const nlohmann::ordered_json& schema,
+                                           const std::string& ptr, int64_t* budget);
 
 // OK when no JSON value can match two of `branches` (compared by type, const/enum values, a discriminating
 // required property, or required keys the other branch cannot have); else InvalidArgument.
-Status CheckDisjoint(const nlohmann::ordered_json& root, const std::vector<nlohmann::ordered_json>& branches, const std::string& ptr);
+Status CheckDisjoint(const nlohmann::ordered_json& root, const std::vector<nlohmann::ordered_json>& branches,
+                     const std::string& ptr, int64_t* budget);
 
 // Types a schema's compiled grammar can produce ("object", "array", "string", "number", "integer",
 // "boolean", "null"), from `type` or inferred from the keywords present; empty = any.

@@ -130,6 +130,20 @@ TEST(JsonSchemaRejected, BadShapesAreErrorsNotCrashes) {
   EXPECT_FALSE(JsonSchemaTextToGbnf("{not json").ok());
 }
 
+// allOf of two references to the level below, 15 levels deep (within the depth limit): 2^16 folds
+// without the work budget.
+TEST(JsonSchemaRejected, ExponentialFoldingHitsTheBudget) {
+  ojson defs = {{"a0", {{"type", "object"}, {"properties", {{"x", {{"type", "string"}}}}}}}};
+  for (int i = 1; i <= 15; ++i) {
+    const std::string below = "#/$defs/a" + std::to_string(i - 1);
+    defs["a" + std::to_string(i)] = {{"allOf", ojson::array({{{"$ref", below}}, {{"$ref", below}}})}};
+  }
+  const ojson schema = {{"$defs", defs}, {"$ref", "#/$defs/a15"}, {"required", {"x"}}};
+  StatusOr<std::string> text = JsonSchemaTextToGbnf(schema.dump());
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("too large"), std::string::npos) << text.status().message();
+}
+
 TEST(JsonSchemaText, RootComesFirstAndEveryRuleCarriesThePrefix) {
   JsonSchemaOptions o;
   o.prefix = "tool3-";
