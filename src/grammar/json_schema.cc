@@ -109,7 +109,16 @@ bool ValidPrefix(const std::string& p) {
 
 class Compiler {
  public:
-  Compiler(const json& root, const JsonSchemaOptions& o) : root_(root), p_(o.prefix), ws_max_(o.max_whitespace) {}
+  Compiler(const json& root, const JsonSchemaOptions& o) : root_(root), p_(o.prefix), ws_max_(o.max_whitespace) {
+    // The shared rules' names are taken before any schema-derived rule is named, so a property called
+    // "string" or "ws" gets "string-2", never the shared rule's name.
+    for (const char* n : {"ws", "char", "string", "number", "integer", "boolean", "null", "scalar", "key-rest"}) {
+      names_.insert(p_ + n);
+    }
+    for (int d = 0; d <= kAnyValueDepth; ++d) {
+      for (const char* n : {"value-", "object-", "array-"}) names_.insert(p_ + n + std::to_string(d));
+    }
+  }
 
   StatusOr<std::string> Schema() {
     const std::string root = p_ + "root";
