@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdio>
+#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -99,6 +101,45 @@ TEST(JsonSchemaCorpus, ValidExamplesMatchAndInvalidOnesDoNot) {
       EXPECT_FALSE(Matches(**g, v)) << c.name << ": " << v;
     }
   }
+}
+
+// Random sentences of every corpus grammar, grown one character at a time through IsPrefix (closing
+// characters weighted up so walks end): each finished one must be JSON. Catches a grammar that admits
+// non-JSON (an unescaped quote, a trailing comma) wherever the examples did not look.
+TEST(JsonSchemaCorpus, RandomSentencesAreJson) {
+  // Each step tries the structural characters and 12 others drawn from printable ASCII (and a few more).
+  const std::vector<std::string> closers = {"\"", "}", "]", ",", ":", "1"};
+  std::vector<std::string> others = {"\n", "\t", "\xc3\xa9", "\xe6\x97\xa5"};
+  for (char ch = 0x20; ch < 0x7F; ++ch) others.push_back(std::string(1, ch));
+  std::mt19937 rng(17);
+  int finished = 0, walks = 0;
+  for (const CorpusCase& c : Corpus()) {
+    StatusOr<std::string> text = JsonSchemaTextToGbnf(c.body["schema"].dump());
+    ASSERT_TRUE(text.ok()) << c.name;
+    StatusOr<std::shared_ptr<const Grammar>> g = ParseGbnf(*text);
+    ASSERT_TRUE(g.ok()) << c.name;
+    for (int w = 0; w < 2; ++w, ++walks) {
+      std::string s;
+      for (int step = 0; step < 250; ++step) {
+        if (Matches(**g, s) && rng() % 3 == 0) break;
+        std::vector<std::string> next;
+        for (const std::string& a : closers) {
+          if (IsPrefix(**g, s + a)) next.insert(next.end(), 4, a);
+        }
+        for (int k = 0; k < 12; ++k) {
+          const std::string& a = others[rng() % others.size()];
+          if (IsPrefix(**g, s + a)) next.push_back(a);
+        }
+        if (next.empty()) continue;  // none of this step's draws continues it: draw again
+        s += next[rng() % next.size()];
+      }
+      if (!Matches(**g, s)) continue;
+      ++finished;
+      EXPECT_TRUE(nlohmann::json::accept(s)) << c.name << ": the grammar emits non-JSON: " << s;
+    }
+  }
+  EXPECT_GT(finished, walks / 2) << finished << " of " << walks << " walks finished";
+  std::printf("random walks: %d of %d finished, all JSON\n", finished, walks);
 }
 
 TEST(JsonSchemaRejected, EachNamesItsKeywordAndWhere) {
