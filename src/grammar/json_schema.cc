@@ -7,6 +7,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -375,7 +376,9 @@ class Compiler {
     if (t == "boolean") return v.is_boolean();
     if (t == "null") return v.is_null();
     if (t == "number") return v.is_number();
-    if (t == "integer") return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+    if (t == "integer") {
+      return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    }
     return false;
   }
 
@@ -415,7 +418,7 @@ class Compiler {
     if (!s.contains(key)) return int64_t{-1};
     const json& v = s[key];
     const double d = v.is_number() ? v.get<double>() : -1;
-    if (!v.is_number() || d < 0 || d != static_cast<double>(static_cast<int64_t>(d)) || d > 1e12) {
+    if (!v.is_number() || d < 0 || d > 1e12 || d != std::floor(d)) {
       return Bad(std::string("'") + key + "' must be a non-negative integer", PointerAppend(ptr, key));
     }
     return static_cast<int64_t>(d);

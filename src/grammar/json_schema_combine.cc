@@ -53,6 +53,7 @@ Status MergeInto(const json& root, json* a, const json& b, const std::string& pt
     if (b.get<bool>()) return Status::Ok();
     return Unsupported("schema 'false' in allOf admits no value", ptr);
   }
+  if (!b.is_object()) return Unsupported("an allOf branch must be a schema (an object or a boolean)", ptr);
   const bool a_closed = a->contains("additionalProperties") && (*a)["additionalProperties"] == json(false);
   const bool b_closed = b.contains("additionalProperties") && b["additionalProperties"] == json(false);
   const json a_props = a->value("properties", json::object());
@@ -104,7 +105,7 @@ Status MergeInto(const json& root, json* a, const json& b, const std::string& pt
   }
   // A closed branch admits only its own properties: drop the others' (or fail if one of them is required).
   auto restrict_to = [&](const json& allowed) -> Status {
-    if (!a->contains("properties")) return Status::Ok();
+    if (!a->contains("properties") || !(*a)["properties"].is_object()) return Status::Ok();
     json kept = json::object();
     for (auto p = (*a)["properties"].begin(); p != (*a)["properties"].end(); ++p) {
       if (allowed.contains(p.key())) kept[p.key()] = p.value();

@@ -38,7 +38,13 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerCont
     if (!gbnf.ok()) {
       return InvalidRequest("'response_format.json_schema.schema': " + gbnf.status().message(), "response_format");
     }
-    return Compile(gbnf.value(), "response_format");
+    StatusOr<std::shared_ptr<const grammar::Grammar>> g = grammar::ParseGbnf(gbnf.value());
+    if (!g.ok()) {  // e.g. required properties that recurse for ever: no finite value
+      return InvalidRequest("'response_format.json_schema.schema' admits no value a reply could finish (" +
+                                g.status().message() + ")",
+                            "response_format");
+    }
+    return std::move(g).value();
   }
   if (!req.grammar.empty()) return Compile(req.grammar, "grammar");
   return std::shared_ptr<const grammar::Grammar>();

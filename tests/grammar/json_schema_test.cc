@@ -142,6 +142,50 @@ TEST(JsonSchemaCorpus, RandomSentencesAreJson) {
   std::printf("random walks: %d of %d finished, all JSON\n", finished, walks);
 }
 
+// Corpus schemas with random parts replaced (values of other types, other sub-schemas, extremes): the
+// compiler never crashes (nlohmann's value() threw on an allOf branch that was an array), refuses with
+// InvalidArgument, and whatever it emits parses.
+TEST(JsonSchemaRejected, MutatedSchemasCompileToParsableGrammarsOrAreRefused) {
+  const std::vector<CorpusCase> corpus = Corpus();
+  const std::vector<ojson> replacements = {
+      nullptr, 0, -1, 1e20, -1e300, 2.5, "x", "", ojson::array(), ojson::object(), true, false,
+      {{"type", "strin"}}, {{"type", ojson::array({"string", "null"})}}, {{"$ref", "#"}}, {{"$ref", "#/nope"}},
+      {{"enum", ojson::array()}}, {{"minLength", 2000}}, {{"maxItems", 0}}, {{"pattern", "(("}},
+      {{"anyOf", ojson::array({ojson::object(), {{"$ref", "#"}}})}}, {{"allOf", ojson::array({{{"type", "integer"}}})}}};
+  std::mt19937 rng(5);
+  int compiled = 0, refused = 0;
+  for (int round = 0; round < 3000; ++round) {
+    ojson schema = corpus[rng() % corpus.size()].body["schema"];
+    for (int k = 0; k < 2; ++k) {  // the node list is rebuilt after each change (children die with it)
+      std::vector<ojson*> nodes;
+      std::vector<ojson*> todo = {&schema};
+      while (!todo.empty()) {
+        ojson* n = todo.back();
+        todo.pop_back();
+        nodes.push_back(n);
+        if (n->is_structured()) {
+          for (auto it = n->begin(); it != n->end(); ++it) todo.push_back(&*it);
+        }
+      }
+      ojson replacement = rng() % 4 == 0 ? *nodes[rng() % nodes.size()] : replacements[rng() % replacements.size()];
+      *nodes[rng() % nodes.size()] = std::move(replacement);
+    }
+    StatusOr<std::string> text = JsonSchemaTextToGbnf(schema.dump());
+    if (!text.ok()) {
+      EXPECT_EQ(text.status().code(), StatusCode::kInvalidArgument) << schema.dump();
+      ++refused;
+      continue;
+    }
+    // A schema whose required properties recurse for ever has no finite value: the parser says so.
+    StatusOr<std::shared_ptr<const Grammar>> g = ParseGbnf(*text);
+    EXPECT_TRUE(g.ok() || g.status().message().find("can never finish") != std::string::npos)
+        << g.status().message() << "\nschema: " << schema.dump() << "\n" << *text;
+    ++compiled;
+  }
+  EXPECT_GT(compiled, 300);
+  EXPECT_GT(refused, 300);
+}
+
 TEST(JsonSchemaRejected, EachNamesItsKeywordAndWhere) {
   const ojson rejected = ReadJson(SchemaDir() + "/rejected.json");
   ASSERT_GE(rejected.size(), 20u);
