@@ -2,11 +2,14 @@
 // the Responses API's text.format) and for tool-call arguments. Every sentence of the emitted grammar is
 // JSON valid against the schema; a keyword the compiler cannot enforce is an error naming it and where it
 // is (never silently relaxed). Supported: type (and type lists), properties / required /
-// additionalProperties (false or a schema), enum, const, arrays with items / prefixItems / minItems /
-// maxItems, nested objects, anyOf / oneOf (as anyOf where branches are disjoint), allOf of objects,
-// $ref to #/$defs and #/definitions, string minLength / maxLength / pattern (a regex subset) / format
-// (date, time, date-time, uuid), number and integer minimum / maximum (exclusive too), and the
-// annotations that constrain nothing (title, description, default, examples, $schema, $id).
+// additionalProperties (false or a schema; absent or true: only the declared properties are emitted),
+// properties in declared order, enum, const, arrays with items / prefixItems / minItems / maxItems, nested
+// objects, anyOf / oneOf (oneOf only where its branches are provably disjoint), allOf (folded into one
+// schema), $ref to #/$defs and #/definitions (recursion allowed), string minLength / maxLength / pattern
+// (a regex subset) / format (date, time, date-time, uuid, email, ipv4), number and integer minimum /
+// maximum (exclusive too), and the annotations that constrain nothing (title, description, default,
+// examples, $schema, $id, ...). Whitespace, digits and free-value nesting are bounded. What each keyword
+// becomes, and what is refused: docs/structured-output.md.
 #pragma once
 
 #include <string>
