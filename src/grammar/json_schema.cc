@@ -424,6 +424,46 @@ class Compiler {
     return static_cast<int64_t>(d);
   }
 
+  // unit{lo,hi} (hi -1: unbounded). Small counts as GBNF's own {m,n}, which the parser expands into about
+  // one rule per count; large ones from doubling blocks (b1 = unit, b2 = b1 b1, b4 = b2 b2, ...): exactly
+  // lo blocks' worth, then up to hi - lo more, in O(log hi) rules, so several maxLength 1000 strings stay
+  // far below GbnfLimits::max_rules.
+  std::string Counted(const std::string& unit, int64_t lo, int64_t hi, const std::string& hint) {
+    constexpr int64_t kSmall = 16;
+    if (lo <= kSmall && hi >= 0 && hi <= kSmall) return Repeat(unit, lo, hi);
+    std::vector<std::string> block = {Rule(hint + "-x1", unit)};
+    auto get = [&](size_t i) {
+      while (block.size() <= i) {
+        block.push_back(Rule(hint + "-x" + std::to_string(int64_t{1} << block.size()), Seq({block.back(), block.back()})));
+      }
+      return block[i];
+    };
+    std::string exact;  // lo units: the blocks of lo's set bits
+    for (int i = 62; i >= 0; --i) {
+      if ((lo >> i) & 1) exact = Seq({exact, get(static_cast<size_t>(i))});
+    }
+    if (hi < 0) return Seq({exact, Group(block[0], "*")});
+    return Seq({exact, UpTo(hi - lo, get, hint)});
+  }
+  // 0..n units. n = 2^k - 1: each of the blocks 1, 2, ..., 2^(k-1) present or not. Otherwise, with 2^t the
+  // largest power of two <= n: fewer than 2^t units (blocks below 2^t), or block 2^t then 0..n-2^t more.
+  template <typename Get>
+  std::string UpTo(int64_t n, Get& get, const std::string& hint) {
+    if (n == 0) return "";
+    int t = 0;
+    while ((int64_t{2} << t) <= n) ++t;
+    auto below = [&](int k) {
+      std::string s;
+      for (int i = 0; i < k; ++i) s = Seq({s, Group(get(static_cast<size_t>(i)), "?")});
+      return s;
+    };
+    if (n == (int64_t{2} << t) - 1) return below(t + 1);
+    const std::string rest = UpTo(n - (int64_t{1} << t), get, hint);
+    const std::string with_top = Seq({get(static_cast<size_t>(t)), rest});
+    if (t == 0) return Group(with_top, "?");
+    return Rule(hint + "-upto-" + std::to_string(n), Alt({below(t), with_top}));
+  }
+
   StatusOr<std::string> Object(const json& s, const std::string& ptr, int depth);
   std::string ExcludedKey(const std::vector<std::string>& names);
   StatusOr<std::string> Array(const json& s, const std::string& ptr, int depth);
@@ -622,7 +662,7 @@ StatusOr<std::string> Compiler::Array(const json& s, const std::string& ptr, int
       const std::string part = Seq({w, "\",\"", w, tuple[i], tail(i + 1)});
       return i >= lo ? Group(part, "?") : part;
     }
-    return Repeat(Seq({w, "\",\"", w, rest}), std::max<int64_t>(lo - i, 0), hi < 0 ? -1 : hi - i);
+    return Counted(Seq({w, "\",\"", w, rest}), std::max<int64_t>(lo - i, 0), hi < 0 ? -1 : hi - i, Hint(ptr) + "-items");
   };
   const std::string elements = Seq({k > 0 ? tuple[0] : rest, tail(1)});
   const std::string body = lo == 0 ? Seq({"\"[\"", w, Group(Seq({elements, w}), "?"), "\"]\""})
@@ -658,7 +698,7 @@ StatusOr<std::string> Compiler::StringSchema(const json& s, const std::string& p
     if (lo > kMaxRepeat) return Bad("'minLength' above " + std::to_string(kMaxRepeat), PointerAppend(ptr, "minLength"));
     if (hi > kMaxRepeat) hi = kMaxRepeat;  // tighter than asked: still only valid strings
     if (lo == 0 && hi < 0) return String();
-    content = Repeat(Char(), lo, hi);
+    content = Counted(Char(), lo, hi, "chars");
   }
   return Rule(Hint(ptr), Seq({"\"\\\"\"", content, "\"\\\"\""}));
 }

@@ -220,8 +220,8 @@ TEST(JsonSchemaRejected, BadShapesAreErrorsNotCrashes) {
 TEST(JsonSchemaRejected, ExponentialFoldingHitsTheBudget) {
   ojson defs = {{"a0", {{"type", "object"}, {"properties", {{"x", {{"type", "string"}}}}}}}};
   for (int i = 1; i <= 15; ++i) {
-    const std::string below = "#/$defs/a" + std::to_string(i - 1);
-    defs["a" + std::to_string(i)] = {{"allOf", ojson::array({{{"$ref", below}}, {{"$ref", below}}})}};
+    const std::string below = std::string("#/$defs/a").append(std::to_string(i - 1));
+    defs[std::string("a").append(std::to_string(i))] = {{"allOf", ojson::array({{{"$ref", below}}, {{"$ref", below}}})}};
   }
   const ojson schema = {{"$defs", defs}, {"$ref", "#/$defs/a15"}, {"required", {"x"}}};
   StatusOr<std::string> text = JsonSchemaTextToGbnf(schema.dump());
@@ -292,6 +292,48 @@ TEST(JsonSchemaText, AnyJsonObjectIsAnObjectGrammar) {
   o.prefix = "x-";
   const std::string p = AnyJsonObjectGbnf(o);
   for (const std::string& n : Defined(p)) EXPECT_EQ(n.rfind("x-", 0), 0u) << n;
+}
+
+// minLength / maxLength exactly, on both sides of the small-count / doubling-block switch (16).
+TEST(JsonSchemaMatch, StringLengthsAreExact) {
+  for (int lo : {0, 1, 2, 3, 5, 16, 17, 31, 33}) {
+    for (int hi = lo; hi <= lo + 40; ++hi) {
+      const std::string schema = R"({"type":"string","minLength":)" + std::to_string(lo) + R"(,"maxLength":)" +
+                                 std::to_string(hi) + "}";
+      StatusOr<std::string> text = JsonSchemaTextToGbnf(schema);
+      ASSERT_TRUE(text.ok()) << schema;
+      StatusOr<std::shared_ptr<const Grammar>> g = ParseGbnf(*text);
+      ASSERT_TRUE(g.ok()) << g.status().message() << "\n" << *text;
+      for (int n = 0; n <= hi + 3; ++n) {
+        const std::string quoted = std::string("\"").append(static_cast<size_t>(n), 'a').append("\"");
+        EXPECT_EQ(Matches(**g, quoted), n >= lo && n <= hi) << schema << " length " << n;
+      }
+    }
+  }
+}
+
+// Several long bounded strings and arrays in one schema: the grammar stays within the parser's rule limit
+// (GBNF's own {0,1000} would cost about a thousand rules each).
+TEST(JsonSchemaMatch, LargeBoundsStayWithinTheRuleLimit) {
+  ojson props = ojson::object();
+  for (int i = 0; i < 8; ++i) {
+    props["s" + std::to_string(i)] = {{"type", "string"}, {"maxLength", 1000 + i}};
+    props["a" + std::to_string(i)] = {{"type", "array"}, {"items", {{"type", "integer"}}}, {"minItems", 1}, {"maxItems", 500 + i}};
+  }
+  const ojson schema = {{"type", "object"}, {"properties", props}, {"required", {"s0", "a0"}}, {"additionalProperties", false}};
+  StatusOr<std::string> text = JsonSchemaTextToGbnf(schema.dump());
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  StatusOr<std::shared_ptr<const Grammar>> g = ParseGbnf(*text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto ints = [](int n) {
+    std::string s = "[";
+    for (int i = 0; i < n; ++i) s += (i ? ",7" : "7");
+    return s + "]";
+  };
+  EXPECT_TRUE(Matches(**g, R"({"s0":")" + std::string(1000, 'x') + R"(","a0":)" + ints(500) + "}"));
+  EXPECT_FALSE(Matches(**g, R"({"s0":")" + std::string(1001, 'x') + R"(","a0":[1]})"));
+  EXPECT_FALSE(Matches(**g, R"({"s0":"","a0":)" + ints(501) + "}"));
+  EXPECT_FALSE(Matches(**g, R"({"s0":"","a0":[]})"));
 }
 
 TEST(JsonSchemaMatch, AnyJsonObjectAcceptsObjectsOnly) {
