@@ -68,7 +68,8 @@ StatusOr<json> MeasureVocab(const std::string& path, const std::shared_ptr<const
               {"mask_accept_us_p99", p99},
               {"cached_us_mean", mean(hit_us)},
               {"misses", miss_us.size()},
-              {"miss_us_mean", mean(miss_us)}};
+              {"miss_us_mean", mean(miss_us)},
+              {"dfa_resets", m.stats().resets}};
 }
 
 StatusOr<json> MeasureDecode(const GrammarBenchConfig& c, std::shared_ptr<const grammar::Grammar> g) {

@@ -23,10 +23,10 @@ int Run(const bench::GrammarBenchConfig& c, bool as_json) {
     std::printf("%s: %d tokens, trie %zu nodes, indexed in %.1f ms\n", v["vocab"].get<std::string>().c_str(),
                 v["n_vocab"].get<int>(), v["trie_nodes"].get<size_t>(), v["index_ms"].get<double>());
     std::printf("  mask+accept per token: mean %.1f us, p99 %.1f us over %zu tokens; cached %.1f us; "
-                "%zu misses at %.1f us\n",
+                "%zu misses at %.1f us; %lld DFA resets\n",
                 v["mask_accept_us_mean"].get<double>(), v["mask_accept_us_p99"].get<double>(),
                 v["tokens"].get<size_t>(), v["cached_us_mean"].get<double>(), v["misses"].get<size_t>(),
-                v["miss_us_mean"].get<double>());
+                v["miss_us_mean"].get<double>(), v["dfa_resets"].get<long long>());
   }
   if (j.contains("decode")) {
     const auto& d = j["decode"];
