@@ -2,14 +2,18 @@
 // the Responses API's text.format) and for tool-call arguments. Every sentence of the emitted grammar is
 // JSON valid against the schema; a keyword the compiler cannot enforce is an error naming it and where it
 // is (never silently relaxed). Supported: type (and type lists), properties / required /
-// additionalProperties (false or a schema), enum, const, arrays with items / prefixItems / minItems /
-// maxItems, nested objects, anyOf / oneOf (as anyOf where branches are disjoint), allOf of objects,
-// $ref to #/$defs and #/definitions, string minLength / maxLength / pattern (a regex subset) / format
-// (date, time, date-time, uuid), number and integer minimum / maximum (exclusive too), and the
-// annotations that constrain nothing (title, description, default, examples, $schema, $id).
+// additionalProperties (false or a schema; absent or true: only the declared properties are emitted),
+// properties in declared order, enum, const, arrays with items / prefixItems / minItems / maxItems, nested
+// objects, anyOf / oneOf (oneOf only where its branches are provably disjoint), allOf (folded into one
+// schema), $ref to #/$defs and #/definitions (recursion allowed), string minLength / maxLength / pattern
+// (a regex subset) / format (date, time, date-time, uuid, email, ipv4), number and integer minimum /
+// maximum (exclusive too), and the annotations that constrain nothing (title, description, default,
+// examples, $schema, $id, ...). Whitespace, digits and free-value nesting are bounded. What each keyword
+// becomes, and what is refused: docs/structured-output.md.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -27,7 +31,11 @@ struct JsonSchemaOptions {
 
 // GBNF text of the schema. InvalidArgument naming the unsupported keyword and its JSON pointer, e.g.
 // "unsupported JSON Schema keyword 'patternProperties' at /properties/tags".
+// nlohmann::json keeps object keys sorted, so properties are emitted in sorted order here.
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema, const JsonSchemaOptions& options = {});
+// The same from the schema's JSON text, emitting properties in the order the text declares them (what
+// agents expect: e.g. "reasoning" before "answer"). The caller bounds the text's nesting (json_input.h).
+StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view schema_json, const JsonSchemaOptions& options = {});
 
 // `{"type":"object"}` of any shape: the grammar of response_format json_object.
 std::string AnyJsonObjectGbnf(const JsonSchemaOptions& options = {});

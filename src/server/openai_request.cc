@@ -148,6 +148,50 @@ void ReadTools(FieldReader& r, CompletionRequest* out) {
   if (choice == "none") out->tools.clear();
 }
 
+// response_format: {"type":"text"} | {"type":"json_object"} | {"type":"json_schema","json_schema":{"name",
+// "schema","strict","description"}}; llama-server's {"type":"json_object","schema":{...}} is a schema too.
+// output_constraint.cc compiles it; a json_schema without a schema is any JSON object.
+void ReadResponseFormat(FieldReader& r, CompletionRequest* out) {
+  const json* rf = r.Object("response_format");
+  if (rf == nullptr) return;
+  FieldReader f = r.Child(*rf, "response_format");
+  std::string type;
+  f.String("type", &type);
+  if (!f.ok()) return;
+  auto take_schema = [&](const json& schema, const std::string& path) {
+    if (!schema.is_object() && !schema.is_boolean()) {
+      return f.Fail(path, "'" + path + "' must be a JSON Schema (an object or a boolean)");
+    }
+    out->response_format = ResponseFormat::kJsonSchema;
+    out->json_schema = schema.dump();
+  };
+  if (type == "text") return;
+  if (type == "json_object") {
+    out->response_format = ResponseFormat::kJsonObject;
+    if (const json* schema = f.Any("schema")) take_schema(*schema, "response_format.schema");
+    return;
+  }
+  if (type == "json_schema") {
+    const json* js = f.Object("json_schema");
+    if (!f.ok()) return;
+    if (js == nullptr) {
+      return f.Fail("response_format.json_schema",
+                    "'response_format.json_schema' is required when 'response_format.type' is \"json_schema\"");
+    }
+    FieldReader j = f.Child(*js, "response_format.json_schema");
+    std::string description;
+    j.String("name", &out->json_schema_name);
+    j.String("description", &description);
+    j.Bool("strict", &out->json_schema_strict);
+    if (!j.ok()) return;
+    out->response_format = ResponseFormat::kJsonObject;
+    if (const json* schema = j.Any("schema")) take_schema(*schema, "response_format.json_schema.schema");
+    return;
+  }
+  f.Fail("response_format.type", type.empty() ? "'response_format.type' is required"
+                                               : "'response_format.type' must be text, json_object or json_schema");
+}
+
 void ReadTemplateKwargs(FieldReader& r, CompletionRequest* out) {
   // Values are re-parsed by the backend; the body's depth limit already bounds them.
   if (const json* kw = r.Object("chat_template_kwargs")) {
@@ -189,6 +233,7 @@ void ReadOpenAICommon(FieldReader& r, CompletionRequest* out) {
   r.Int("n", &n, 1, 1);  // one choice per request: ask again for more
   r.OptionalInt("max_tokens", &out->max_tokens, 1, INT32_MAX);
   if (const json* so = r.Object("stream_options")) r.Child(*so, "stream_options").Bool("include_usage", &out->include_usage);
+  ReadResponseFormat(r, out);
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "server/output_constraint.h"
 
-#include <nlohmann/json.hpp>
-
 #include "grammar/json_schema.h"
 #include "server/tool_grammar.h"
 
@@ -35,12 +33,18 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerCont
     return Compile(grammar::AnyJsonObjectGbnf(), "response_format");
   }
   if (req.response_format == ResponseFormat::kJsonSchema) {
-    const nlohmann::json schema = nlohmann::json::parse(req.json_schema, nullptr, /*allow_exceptions=*/false);
-    if (schema.is_discarded()) return InvalidRequest("the JSON schema is not valid JSON", "response_format");
-    StatusOr<std::string> gbnf = grammar::JsonSchemaToGbnf(schema);
-    if (!gbnf.ok()) return InvalidRequest("'response_format.json_schema.schema': " + gbnf.status().message(),
-                                          "response_format");
-    return Compile(gbnf.value(), "response_format");
+    // The text keeps the schema's property order where the parser kept it.
+    StatusOr<std::string> gbnf = grammar::JsonSchemaTextToGbnf(req.json_schema);
+    if (!gbnf.ok()) {
+      return InvalidRequest("'response_format.json_schema.schema': " + gbnf.status().message(), "response_format");
+    }
+    StatusOr<std::shared_ptr<const grammar::Grammar>> g = grammar::ParseGbnf(gbnf.value());
+    if (!g.ok()) {  // e.g. required properties that recurse for ever: no finite value
+      return InvalidRequest("'response_format.json_schema.schema' admits no value a reply could finish (" +
+                                g.status().message() + ")",
+                            "response_format");
+    }
+    return std::move(g).value();
   }
   if (!req.grammar.empty()) return Compile(req.grammar, "grammar");
   return std::shared_ptr<const grammar::Grammar>();
