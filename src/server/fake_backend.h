@@ -10,6 +10,8 @@
 //     next "<|" (so tests script the exact output, tool-call markup included), cut into 3-byte pieces.
 //     Otherwise it is 8..15 pseudo-random words chosen by the seed (or by the prompt when no seed is
 //     given); a prompt containing "[long]" makes the words go on until max_tokens.
+//   * Tool calls: tool_call_syntax() is kHermes (<tool_call> blocks, unambiguous in a scripted reply);
+//     the grammar a forced call builds is not applied (replies are scripted), so tests script the call.
 //   * It has no prompt cache: cached_tokens is always 0 (tier "none") and Stats() reports no cache tier.
 //     What the cache does is tested on the real engine with a small generated model (engine_backend
 //     tests, tests/e2e/real_model, ssd, tenancy), never on this fake.
@@ -51,6 +53,7 @@ class FakeBackend final : public InferenceBackend {
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
                   GenerationResult* out) override;
   BackendStats Stats() const override;
+  ToolCallSyntax tool_call_syntax() const override { return ToolCallSyntax::kHermes; }
   int max_parallel() const override { return options_.max_parallel < 1 ? 1 : options_.max_parallel; }
   Status CheckAdmissible(const GenerationRequest& req) const override;
   std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override;
