@@ -17,6 +17,7 @@ struct GbnfLimits {
   size_t max_rules = 4096;        // after expanding repetitions into rules
   size_t max_nesting = 64;        // ( ( ( ... ) ) ) depth
   size_t max_repeat = 1024;       // the largest m or n of x{m,n}
+  size_t max_elements = 1 << 20;  // literal characters, classes and references, after expanding repetitions
 };
 
 class Grammar;  // defined by the implementation (gbnf.cc)
