@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -27,7 +28,11 @@ struct JsonSchemaOptions {
 
 // GBNF text of the schema. InvalidArgument naming the unsupported keyword and its JSON pointer, e.g.
 // "unsupported JSON Schema keyword 'patternProperties' at /properties/tags".
+// nlohmann::json keeps object keys sorted, so properties are emitted in sorted order here.
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema, const JsonSchemaOptions& options = {});
+// The same from the schema's JSON text, emitting properties in the order the text declares them (what
+// agents expect: e.g. "reasoning" before "answer"). The caller bounds the text's nesting (json_input.h).
+StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view schema_json, const JsonSchemaOptions& options = {});
 
 // `{"type":"object"}` of any shape: the grammar of response_format json_object.
 std::string AnyJsonObjectGbnf(const JsonSchemaOptions& options = {});
