@@ -123,6 +123,10 @@ void BatchRunner::StepLoop() {
     if (cancelled(a)) return finish(a, StopReason::kCancelled);
     const bool want_lp = o.top_logprobs >= 0;
     const int32_t t = want_lp ? a.sampler->Sample(logits, o.top_logprobs, &a.lp) : a.sampler->Sample(logits);
+    if (o.constraint != nullptr) {
+      Status accepted = o.constraint->Accept(t);
+      if (!accepted.ok()) return fail(a, std::move(accepted));
+    }
     a.sampler->Accept(t);
     r.tokens.push_back(t);
     if (want_lp) {
@@ -133,6 +137,7 @@ void BatchRunner::StepLoop() {
     const bool keep_going = a.job.on_token ? a.job.on_token(t) : true;
     if (o.stop_at_eog && tok != nullptr && tok->IsEog(t)) return finish(a, StopReason::kEog);
     if (!keep_going) return finish(a, StopReason::kCallback);
+    if (o.constraint != nullptr && o.constraint->OnlyEndCanFollow()) return finish(a, StopReason::kEog);
     if (static_cast<int64_t>(r.tokens.size()) == o.max_tokens) return finish(a, StopReason::kLength);
     a.pending = t;
   };
@@ -164,6 +169,7 @@ void BatchRunner::StepLoop() {
       a->result.queued_s = Seconds(a->start_us, a->admit_us);
       guarded(*a, [&] {
         a->sampler = std::make_unique<Sampler>(a->job.options.sampling, n_vocab);
+        a->sampler->set_constraint(a->job.options.constraint);
         for (int32_t t : a->job.prompt) a->sampler->Accept(t);  // the penalty window sees the whole context
       });
       active.push_back(std::move(a));

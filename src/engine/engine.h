@@ -24,6 +24,7 @@
 
 #include "engine/sampler.h"
 #include "engine/step_context.h"
+#include "grammar/token_constraint.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_state.h"
 #include "model/forward.h"
@@ -92,6 +93,13 @@ struct GenerateOptions {
   // (same thread). Lets a caller that only forwards GenerateOptions (e.g. the prompt cache's
   // CachedSession) stream logprobs without changing its token callback.
   std::function<void(const TokenLogprobs&)> on_logprobs;
+  // Grammar-constrained sampling (docs/grammar.md): borrowed, one sequence's, null = free. The sampler
+  // masks the logits with it after logit bias and penalties (so logprobs are over the allowed tokens),
+  // and every sampled token is Accepted. A token it refuses (no token of the vocabulary can continue the
+  // grammar) ends the generation with that InvalidArgument error. End-of-generation tokens are allowed
+  // only once it is Complete(); when nothing but the end can follow (OnlyEndCanFollow), generation stops
+  // with StopReason::kEog without sampling one more token. Must outlive the call.
+  grammar::TokenConstraint* constraint = nullptr;
 };
 
 struct GenerateResult {

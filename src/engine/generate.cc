@@ -19,6 +19,7 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
   const Stopwatch since_start(opts_.env);
   auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed); };
   Sampler sampler(options.sampling, model_->config().n_vocab);
+  sampler.set_constraint(options.constraint);
   for (int32_t t : seq.tokens()) sampler.Accept(t);  // the penalty window sees the whole context
   for (int32_t t : prompt) sampler.Accept(t);
   const int64_t n_before = seq.n_pos();
@@ -36,6 +37,7 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
       break;
     }
     const int32_t tok = want_logprobs ? sampler.Sample(logits, options.top_logprobs, &lp) : sampler.Sample(logits);
+    if (options.constraint != nullptr) EMBER_RETURN_IF_ERROR(options.constraint->Accept(tok));
     sampler.Accept(tok);
     r.tokens.push_back(tok);
     if (want_logprobs) {
@@ -50,6 +52,10 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
     }
     if (!keep_going) {
       r.stop = StopReason::kCallback;
+      break;
+    }
+    if (options.constraint != nullptr && options.constraint->OnlyEndCanFollow()) {
+      r.stop = StopReason::kEog;  // the grammar is complete and cannot grow: no forward pass for an EOG
       break;
     }
     if (static_cast<int64_t>(r.tokens.size()) == options.max_tokens) break;  // the last one is not forwarded

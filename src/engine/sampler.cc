@@ -205,12 +205,14 @@ double Sampler::FillLogprobs(int n_top, TokenLogprobs* out) {
 int32_t Sampler::Sample(const float* logits) {
   std::memcpy(work_.data(), logits, work_.size() * sizeof(float));
   ApplyBiasAndPenalties();
+  if (constraint_ != nullptr) constraint_->Mask(work_);
   return Choose();
 }
 
 int32_t Sampler::Sample(const float* logits, int n_top, TokenLogprobs* out) {
   std::memcpy(work_.data(), logits, work_.size() * sizeof(float));
   ApplyBiasAndPenalties();
+  if (constraint_ != nullptr) constraint_->Mask(work_);
   const double log_z = FillLogprobs(n_top, out);  // Choose reads work_ and leaves it as is
   const int32_t tok = Choose();
   out->token = tok;

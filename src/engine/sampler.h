@@ -1,7 +1,7 @@
 // Token sampling as a small chain of stages over a candidate list (after llama.cpp's sampler chain):
 //
 //   logit bias -> penalties (repeat / presence / frequency over the last repeat_last_n tokens)
-//   -> greedy (temperature <= 0) | top-k -> top-p -> min-p -> temperature -> draw with the seeded RNG
+//   -> the constraint's mask (a grammar; bans tokens, never raises one) -> greedy (temperature <= 0) | top-k -> top-p -> min-p -> temperature -> draw with the seeded RNG
 //
 // Same seed, same logits, same history -> same token. Buffers are allocated once (n_vocab each).
 //
@@ -11,9 +11,11 @@
 // current order. Softmaxes use the vectorised kernels::ExpArray.
 //
 // Log-probabilities (for the server's OpenAI `logprobs` / `top_logprobs`): Sample(logits, n_top, &lp)
-// also reports the log-softmax, over the whole vocabulary, of the logits AFTER logit bias and
-// penalties and BEFORE top-k/top-p/min-p truncation and temperature (OpenAI's convention: logprobs do
-// not depend on temperature or truncation; a banned token reports -inf). It is the same in greedy
+// also reports the log-softmax, over the whole vocabulary, of the logits AFTER logit bias, penalties
+// and the constraint's mask, and BEFORE top-k/top-p/min-p truncation and temperature (OpenAI's
+// convention: logprobs do not depend on temperature or truncation; a banned token reports -inf). Under a
+// grammar the distribution is thus renormalised over the tokens the grammar allows: a logprob says how
+// likely the model found the token among those it was permitted to write. It is the same in greedy
 // mode. The sampled token's logprob plus the n_top most likely tokens (descending; lower id first on
 // ties) are returned.
 //
@@ -27,6 +29,7 @@
 #include <random>
 #include <vector>
 
+#include "grammar/token_constraint.h"
 #include "util/status.h"
 
 namespace ember {
@@ -79,6 +82,9 @@ class Sampler {
   // Records a token of the sequence (prompt or generated) for the penalty window.
   void Accept(int32_t token);
   void Reset();
+  // Masks every later Sample's logits with `c` (borrowed; null: none). The sampler only asks for the
+  // mask: telling the constraint which token was chosen (TokenConstraint::Accept) is the caller's job.
+  void set_constraint(grammar::TokenConstraint* c) { constraint_ = c; }
 
   const SamplerParams& params() const { return params_; }
 
@@ -102,6 +108,7 @@ class Sampler {
   std::deque<int32_t> history_;  // last repeat_last_n accepted tokens
   std::vector<int32_t> window_;  // scratch: sorted copy of history_
   std::mt19937_64 rng_;
+  grammar::TokenConstraint* constraint_ = nullptr;
 };
 
 }  // namespace ember

@@ -28,6 +28,9 @@ class TokenConstraint {
   virtual Status Accept(int32_t token) = 0;
   virtual bool Complete() const = 0;
   virtual std::unique_ptr<TokenConstraint> Clone() const = 0;
+  // Nothing but the end can follow (the grammar is complete and cannot grow, or it ended): the engine
+  // stops there instead of running one more forward pass to sample an end-of-generation token.
+  virtual bool OnlyEndCanFollow() const { return false; }
 };
 
 }  // namespace ember::grammar

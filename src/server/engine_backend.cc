@@ -25,6 +25,8 @@
 #include "coldtier/private_dir.h"
 #include "engine/batch_runner.h"
 #include "engine/engine.h"
+#include "engine/grammar_vocabulary.h"
+#include "grammar/grammar_matcher.h"
 #include "server/json_input.h"
 #include "server/sampling_seed.h"
 #include "template/chat_template.h"
@@ -210,6 +212,12 @@ class EngineBackend final : public InferenceBackend {
       }
       return on_token(ev);
     };
+    // One matcher per generation over the model's shared vocabulary index (docs/grammar.md).
+    std::unique_ptr<grammar::GrammarMatcher> matcher;
+    if (req.grammar != nullptr) {
+      matcher = std::make_unique<grammar::GrammarMatcher>(req.grammar, GrammarVocabulary());
+      sr.generate.constraint = matcher.get();
+    }
     auto r = batched_ ? batched_->Generate(sr, cb) : session_.Generate(sr, cb);
     if (!r.ok()) return r.status();
     NoteLane(req.lane, *r);
@@ -226,6 +234,13 @@ class EngineBackend final : public InferenceBackend {
     out->prefill_ms = r->gen.prefill_s * 1000;
     out->decode_ms = r->gen.decode_s * 1000;
     return Status::Ok();
+  }
+
+  // Built on the first constrained request (a pass and a sort over the vocabulary), then shared.
+  std::shared_ptr<const grammar::Vocabulary> GrammarVocabulary() EXCLUDES(vocab_mu_) {
+    MutexLock lock(&vocab_mu_);
+    if (vocab_ == nullptr) vocab_ = MakeGrammarVocabulary(*engine_->tokenizer());
+    return vocab_;
   }
 
   BackendStats Stats() const override {
@@ -383,6 +398,8 @@ class EngineBackend final : public InferenceBackend {
   CachedSession session_;
   mutable Mutex lanes_mu_;
   std::vector<LaneStats> lanes_ GUARDED_BY(lanes_mu_);
+  Mutex vocab_mu_;
+  std::shared_ptr<const grammar::Vocabulary> vocab_ GUARDED_BY(vocab_mu_);
   std::unique_ptr<BatchRunner> runner_;
   std::unique_ptr<BatchedSession> batched_;
 };

@@ -10,8 +10,10 @@
 //     next "<|" (so tests script the exact output, tool-call markup included), cut into 3-byte pieces.
 //     Otherwise it is 8..15 pseudo-random words chosen by the seed (or by the prompt when no seed is
 //     given); a prompt containing "[long]" makes the words go on until max_tokens.
-//   * Tool calls: tool_call_syntax() is kHermes (<tool_call> blocks, unambiguous in a scripted reply);
-//     the grammar a forced call builds is not applied (replies are scripted), so tests script the call.
+//   * It ignores GenerationRequest::grammar (structured output, forced tool calls): its bytes are not a
+//     model's vocabulary, and tests script the exact output with "echo:". Grammar-constrained sampling
+//     is tested on the real engine (tests/engine, tests/e2e grammar test). Its tool_call_syntax() is
+//     kHermes (<tool_call> blocks, unambiguous in a scripted reply).
 //   * It has no prompt cache: cached_tokens is always 0 (tier "none") and Stats() reports no cache tier.
 //     What the cache does is tested on the real engine with a small generated model (engine_backend
 //     tests, tests/e2e/real_model, ssd, tenancy), never on this fake.

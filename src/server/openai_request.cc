@@ -198,6 +198,7 @@ void ReadOpenAICommon(FieldReader& r, CompletionRequest* out) {
   ReadLogitBias(r, out);
   r.StringOrList("stop", &out->stop, kMaxStopStrings, kMaxStopBytes);
   r.String("user", &out->user);
+  r.String("grammar", &out->grammar);  // llama-server's GBNF field; compiled (and refused) by BuildOutputGrammar
   int32_t n = 1;
   r.Int("n", &n, 1, 1);  // one choice per request: ask again for more
   r.OptionalInt("max_tokens", &out->max_tokens, 1, INT32_MAX);

@@ -1,0 +1,121 @@
+#include "grammar/grammar_matcher.h"
+
+#include <limits>
+#include <string>
+
+namespace ember::grammar {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), dfa_(*grammar_), state_(dfa_.start()) {}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                               const StateSnapshot& snap, bool finished)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), dfa_(*grammar_), finished_(finished) {
+  state_ = dfa_.Import(snap);
+}
+
+std::unique_ptr<TokenConstraint> GrammarMatcher::Clone() const {
+  // A fresh DFA seeded with this state: the copy shares nothing mutable with the original.
+  return std::unique_ptr<TokenConstraint>(new GrammarMatcher(grammar_, vocab_, dfa_.Export(state_), finished_));
+}
+
+bool GrammarMatcher::Complete() const { return dfa_.Complete(state_); }
+
+bool GrammarMatcher::OnlyEndCanFollow() const { return finished_ || dfa_.OnlyEnd(state_); }
+
+void GrammarMatcher::ComputeAllowed(int32_t s, std::vector<uint64_t>* bits) {
+  bits->assign((static_cast<size_t>(vocab_->size()) + 63) / 64, 0);
+  const auto& nodes = vocab_->trie();
+  const auto& toks = vocab_->trie_tokens();
+  depth_state_.resize(vocab_->max_depth() + 1);
+  depth_state_[0] = s;
+  const size_t n = vocab_->trie_size();
+  uint64_t* out = bits->data();
+  for (size_t i = 0; i < n;) {
+    const Vocabulary::Node& nd = nodes[i];
+    const int32_t t = dfa_.Next(depth_state_[nd.depth - 1], nd.byte);
+    if (t == Automaton::kDead) {
+      i = nd.end;  // no token under this prefix can be read
+      continue;
+    }
+    depth_state_[nd.depth] = t;
+    for (uint32_t k = nd.tok_begin, e = nodes[i + 1].tok_begin; k < e; ++k) {
+      const auto id = static_cast<uint32_t>(toks[k]);
+      out[id >> 6] |= uint64_t{1} << (id & 63);
+    }
+    ++i;
+  }
+  if (dfa_.Complete(s)) {
+    for (int32_t id : vocab_->eog_ids()) out[id >> 6] |= uint64_t{1} << (id & 63);
+  }
+}
+
+void GrammarMatcher::MaybeReset() {
+  if (dfa_.num_states() <= kMaxStates && dfa_.num_frames() <= kMaxFrames) return;
+  const StateSnapshot snap = dfa_.Export(state_);
+  dfa_.Clear();
+  state_ = dfa_.Import(snap);
+  cache_.clear();
+  ++stats_.resets;
+}
+
+const std::vector<uint64_t>& GrammarMatcher::AllowedBits() {
+  ++stats_.masks;
+  if (finished_) {  // after the end nothing may follow; the DFA state alone does not say so
+    none_.assign((static_cast<size_t>(vocab_->size()) + 63) / 64, 0);
+    return none_;
+  }
+  for (auto& [s, bits] : cache_) {
+    if (s == state_) return bits;
+  }
+  ++stats_.mask_misses;
+  if (cache_.size() >= kMaxCachedMasks) cache_.erase(cache_.begin());
+  std::vector<uint64_t> bits;
+  ComputeAllowed(state_, &bits);
+  MaybeReset();  // may renumber the states (and empty the cache): cache the mask under state_'s id now
+  cache_.emplace_back(state_, std::move(bits));
+  return cache_.back().second;
+}
+
+void GrammarMatcher::Mask(std::span<float> logits) {
+  const std::vector<uint64_t>& bits = AllowedBits();
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t n_vocab = static_cast<size_t>(vocab_->size());
+  const size_t n = std::min(logits.size(), n_vocab);
+  float* l = logits.data();
+  for (size_t w = 0; w * 64 < n; ++w) {
+    const uint64_t word = bits[w];
+    if (word == ~uint64_t{0}) continue;
+    const size_t end = std::min(n, w * 64 + 64);
+    for (size_t t = w * 64; t < end; ++t) {
+      if (!((word >> (t & 63)) & 1)) l[t] = kNegInf;
+    }
+  }
+  for (size_t t = n; t < logits.size(); ++t) l[t] = kNegInf;  // ids the vocabulary does not have
+}
+
+Status GrammarMatcher::Accept(int32_t token) {
+  auto refuse = [&](const std::string& why) {
+    return InvalidArgument("grammar: no token of the vocabulary can continue the grammar here (token " +
+                           std::to_string(token) + " " + why + ")");
+  };
+  if (finished_) return refuse("follows the end of generation");
+  if (token < 0 || token >= vocab_->size()) return refuse("is outside the vocabulary");
+  if (vocab_->IsEog(token)) {
+    if (!dfa_.Complete(state_)) return refuse("ends generation before the grammar is complete");
+    finished_ = true;
+    return Status::Ok();
+  }
+  const std::string_view piece = vocab_->piece(token);
+  if (piece.empty()) return refuse("is a control token or has no text");
+  int32_t s = state_;
+  for (char c : piece) {
+    s = dfa_.Next(s, static_cast<uint8_t>(c));
+    if (s == Automaton::kDead) return refuse("does not match");
+  }
+  state_ = s;
+  MaybeReset();
+  return Status::Ok();
+}
+
+}  // namespace ember::grammar
