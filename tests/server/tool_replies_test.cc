@@ -157,5 +157,23 @@ TEST_F(ToolReplies, StreamedCallsAreWellFormedDeltas) {
   EXPECT_EQ(std::count(types.begin(), types.end(), "content_block_stop"), 2);
 }
 
+// Every tool's schema is compiled into one grammar, so a forced choice over very many tools can pass the
+// grammar limits (GbnfLimits): a 400 naming the limit, and the server goes on. Named, only one is compiled.
+TEST_F(ToolReplies, TooManyForcedToolsAreA400NamingTheLimit) {
+  json tools = json::array();
+  for (int i = 0; i < 300; ++i) {
+    tools.push_back({{"type", "function"},
+                     {"function", {{"name", "tool_" + std::to_string(i)},
+                                   {"parameters", {{"type", "object"},
+                                                   {"properties", {{"q", {{"type", "string"}, {"maxLength", 40}}}}}}}}}});
+  }
+  json body = Chat("echo: hi", {{"tools", tools}, {"tool_choice", "required"}});
+  json r = Post("/v1/chat/completions", body, 400);
+  EXPECT_EQ(r["error"]["param"], "tool_choice") << r.dump();
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("limit max_"), std::string::npos) << r.dump();
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "tool_299"}}}};
+  Post("/v1/chat/completions", body, 200);
+}
+
 }  // namespace
 }  // namespace ember::server
