@@ -1,11 +1,12 @@
-// Forced tool calls on the real engine with the real Llama 3.1 tool template: a tiny generated Llama 3
-// model whose GGUF carries meta-llama/Llama-3.1-8B-Instruct's chat template. The template renders the
-// tools and asks for {"name", "parameters"} JSON; the forced grammar (in the syntax told from that
-// template) makes every reply, from random weights, one call of an offered tool whose arguments fit the
-// schema; and the call goes back into the template's history (which refuses more than one call per turn)
-// for a second forced turn.
+// Forced tool calls on the real engine with real templates, on tiny generated models whose GGUF carries
+// them: meta-llama/Llama-3.1-8B-Instruct's tool template on a Llama 3 model, Qwen2.5-7B-Instruct's on a
+// Qwen3 one (same vocabulary). Each template renders the tools in its own format; the forced grammar, in
+// the syntax told from that template, makes every reply from random weights valid calls of offered tools
+// whose arguments fit their schemas; and for Llama a call goes back into the template's history (which
+// refuses more than one call per turn) for a second forced turn.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
 
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
@@ -64,20 +65,27 @@ const char* kWeatherSchema =
     R"({"type":"object","properties":{"city":{"type":"string","maxLength":24},"days":{"type":"integer",)"
     R"("minimum":1,"maximum":14}},"required":["city"],"additionalProperties":false})";
 
-class ToolLlama31Engine : public ::testing::Test {
+class ToolEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     GenTinyServerModel(dir_->file("plain.gguf"));
     WithTemplate(dir_->file("plain.gguf"), dir_->file("llama31.gguf"),
                  testing::ReadFileToString(testing::SourceDir() + "/tests/server/tool_templates/llama3_1_tools.jinja"));
+    // Qwen2.5 shares Qwen3's vocabulary (<tool_call> included): a Qwen3 model with the Qwen2.5 template.
+    const std::string cmd = testing::EmberBinary() + " gen-model --out " + dir_->file("qwen3.gguf") +
+                            " --arch qwen3 --tokenizer qwen3 --n-layer 1 --n-embd 64 --n-head 2 --n-head-kv 2"
+                            " --n-ff 128 --type f32 --seed 7 > /dev/null";
+    ASSERT_EQ(testing::RunCommand(cmd).exit_code, 0);
+    WithTemplate(dir_->file("qwen3.gguf"), dir_->file("qwen25.gguf"),
+                 testing::ReadFileToString(testing::SourceDir() + "/tests/server/tool_templates/qwen2_5.jinja"));
   }
   static void TearDownTestSuite() { delete dir_; }
   static testing::TempDir* dir_;
 };
-testing::TempDir* ToolLlama31Engine::dir_ = nullptr;
+testing::TempDir* ToolEngine::dir_ = nullptr;
 
-TEST_F(ToolLlama31Engine, ForcedCallsHoldOverTwoTurns) {
+TEST_F(ToolEngine, ForcedCallsHoldOverTwoTurns) {
   ServeOptions o;
   o.model_path = dir_->file("llama31.gguf");
   o.prompt_cache_bytes = "64M";
@@ -146,6 +154,61 @@ TEST_F(ToolLlama31Engine, ForcedCallsHoldOverTwoTurns) {
     last.id = "call_" + std::to_string(turn);
     req.messages.push_back({"assistant", "", {last}, "", ""});
     req.messages.push_back({"tool", "Error: unknown city", {}, last.id, ""});
+  }
+}
+
+// The same on the Qwen2.5 template: <tool_call> blocks, several per reply with parallel calls, one without.
+TEST_F(ToolEngine, Qwen25TemplateBlocksHold) {
+  ServeOptions o;
+  o.model_path = dir_->file("qwen25.gguf");
+  o.prompt_cache_bytes = "64M";
+  auto backend = CreateEngineBackend(o);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  InferenceBackend& b = **backend;
+  EXPECT_EQ(b.tool_call_syntax(), ToolCallSyntax::kHermes);
+  CompletionRequest req;
+  req.tools = {{"get_weather", "Weather in a city", kWeatherSchema},
+               {"get_time", "The time", R"({"type":"object","properties":{},"additionalProperties":false})"}};
+  req.tool_choice = ToolChoice::kRequired;
+  req.messages = {{"user", "What is the weather in Paris?", {}, "", ""}};
+  ChatTemplateInput in{req.messages, req.tools, true, {}};
+  auto text = b.ApplyChatTemplate(in);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_NE(text->find("You are Qwen, created by Alibaba Cloud."), std::string::npos);  // the Qwen2.5 template
+  EXPECT_TRUE(text->ends_with("<|im_start|>assistant\n"));
+  auto prompt = b.TokenizeChat(in);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+  for (bool parallel : {true, false}) {
+    req.parallel_tool_calls = parallel;
+    auto g = grammar::ParseGbnf(ToolCallGbnf(b.tool_call_syntax(), req).value());
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      GenerationRequest gen;
+      gen.prompt = *prompt;
+      gen.max_tokens = 1500;
+      gen.sampling.seed = seed;
+      gen.grammar = *g;
+      std::string reply;
+      GenerationResult r;
+      ASSERT_TRUE(b.Generate(gen, [&](const TokenEvent& ev) { reply += ev.piece; return true; }, &r).ok());
+      EXPECT_EQ(r.finish_reason, FinishReason::kStop) << reply;
+      EXPECT_TRUE(reply.starts_with("<tool_call>\n{\"name\": \"")) << reply;
+      ParsedReply parsed = ParseToolCalls(reply);
+      ASSERT_GE(parsed.tool_calls.size(), 1u) << reply;
+      if (!parallel) {
+        EXPECT_EQ(parsed.tool_calls.size(), 1u) << reply;
+      }
+      EXPECT_EQ(parsed.content, "") << reply;
+      for (const ToolCall& c : parsed.tool_calls) {
+        const json args = json::parse(c.arguments_json);
+        if (c.name == "get_weather") {
+          EXPECT_TRUE(args.contains("city") && args["city"].is_string()) << reply;
+        } else {
+          EXPECT_EQ(c.name, "get_time");
+          EXPECT_TRUE(args.empty()) << reply;
+        }
+      }
+    }
   }
 }
 
