@@ -2,8 +2,9 @@
 //   * Per vocabulary (a GGUF; vocab-only is enough): the time to index it (grammar::Vocabulary), and the
 //     per-token Mask + Accept cost of a JSON grammar while the tokens of a generated JSON document are
 //     fed through a fresh matcher: mean, p99, and the cold masks (cache misses: a trie walk) apart.
-//   * With a model: decode tokens/s of Engine::Generate without and with the JSON constraint (same
-//     sampling, same seed), and the slowdown.
+//   * With a model: decode tokens/s of Engine::Generate without and with the constraint (same sampling,
+//     same seed, end-of-generation banned in both; the built-in grammar as a stream of objects,
+//     `root ::= object+`, so the constrained run lasts the whole budget too), and the slowdown.
 #pragma once
 
 #include <cstdint>

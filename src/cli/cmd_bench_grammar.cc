@@ -23,16 +23,17 @@ int Run(const bench::GrammarBenchConfig& c, bool as_json) {
     std::printf("%s: %d tokens, trie %zu nodes, indexed in %.1f ms\n", v["vocab"].get<std::string>().c_str(),
                 v["n_vocab"].get<int>(), v["trie_nodes"].get<size_t>(), v["index_ms"].get<double>());
     std::printf("  mask+accept per token: mean %.1f us, p99 %.1f us over %zu tokens; cached %.1f us; "
-                "%zu misses at %.1f us\n",
+                "%zu misses at %.1f us; %lld DFA resets\n",
                 v["mask_accept_us_mean"].get<double>(), v["mask_accept_us_p99"].get<double>(),
                 v["tokens"].get<size_t>(), v["cached_us_mean"].get<double>(), v["misses"].get<size_t>(),
-                v["miss_us_mean"].get<double>());
+                v["miss_us_mean"].get<double>(), v["dfa_resets"].get<long long>());
   }
   if (j.contains("decode")) {
     const auto& d = j["decode"];
-    std::printf("decode %s: free %.2f tok/s, constrained %.2f tok/s (%.1f%% slower)\n",
+    std::printf("decode %s: free %.2f tok/s, constrained %.2f tok/s (%.1f%% slower; %lld of %lld masks computed)\n",
                 d["model"].get<std::string>().c_str(), d["free"]["decode_tok_s"].get<double>(),
-                d["constrained"]["decode_tok_s"].get<double>(), d["slowdown_pct"].get<double>());
+                d["constrained"]["decode_tok_s"].get<double>(), d["slowdown_pct"].get<double>(),
+                d["constrained"]["mask_misses"].get<long long>(), d["constrained"]["masks"].get<long long>());
   }
   return 0;
 }

@@ -16,6 +16,8 @@ struct SessionRequest {
   std::vector<int32_t> prompt;    // templated and tokenized; not empty
   std::string ns;                 // CacheNamespace::Key()
   bool bypass_cache = false;      // tokens do not identify the content (image placeholders): no lookup, no insert
+  // Forwarded to the engine as is, `constraint` (a grammar, docs/grammar.md) included: neither session
+  // looks at it, and a cached prefix never depends on it (it only masks the generated tokens).
   GenerateOptions generate;
   // Called once on the caller's thread right after the cache lookup, with the positions adopted (0 on a
   // miss), before anything is forwarded: the server shrinks the request's KV reservation here.
