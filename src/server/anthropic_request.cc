@@ -1,7 +1,8 @@
 // Parsing of Anthropic Messages request bodies into CompletionRequest. Content blocks map to the OpenAI
 // shapes the rest of the server uses: text blocks concatenate, an assistant `tool_use` block becomes a
-// ToolCall, a user `tool_result` block becomes a role "tool" message answering its tool_use_id. Every
-// read goes through FieldReader, so a wrong type anywhere is a 400 naming the field.
+// ToolCall, a user `tool_result` block becomes a role "tool" message answering its tool_use_id (its text
+// prefixed "Error: " when is_error is true). Every read goes through FieldReader, so a wrong type anywhere
+// is a 400 naming the field.
 #include <nlohmann/json.hpp>
 
 #include "server/completion_request.h"
@@ -11,6 +12,9 @@ namespace ember::server {
 namespace {
 
 using nlohmann::json;
+
+// What a tool_result with is_error: true starts with when it reaches the template (docs/server.md).
+constexpr const char* kToolErrorPrefix = "Error: ";
 
 std::string Index(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
 
@@ -67,9 +71,11 @@ void ReadBlocks(const json& blocks, const std::string& path, const std::string& 
       ChatMessage result;
       result.role = "tool";
       b.String("tool_use_id", &result.tool_call_id);
-      bool is_error = false;  // checked for its type; the chat templates have no place for it
+      bool is_error = false;
       b.Bool("is_error", &is_error);
       if (const json* content = b.Any("content")) result.content = ToolResultText(*content, p + ".content", r);
+      // No chat template has a field for a failed call, so the mark is in the text the model reads.
+      if (is_error) result.content = kToolErrorPrefix + result.content;
       out->push_back(std::move(result));
     } else if (type == "thinking" || type == "redacted_thinking") {
       continue;  // earlier reasoning is not replayed to the model
@@ -121,24 +127,34 @@ void ReadSystem(FieldReader& r, std::vector<ChatMessage>* out) {
   out->insert(out->begin(), ChatMessage{"system", text, {}, "", ""});
 }
 
-// {"type":"auto"|"any"|"tool"|"none", "name":...}. Only "none" changes what ember does (no tools in the
-// prompt); the others let the model choose.
-std::string ReadToolChoice(FieldReader& r) {
-  std::string type = "auto", name;
-  if (const json* tc = r.Object("tool_choice")) {
-    FieldReader t = r.Child(*tc, "tool_choice");
-    t.String("type", &type);
-    t.String("name", &name);
-    if (t.ok() && type != "auto" && type != "any" && type != "tool" && type != "none") {
-      t.Fail("tool_choice.type", "'tool_choice.type' must be auto, any, tool or none");
-    }
+// {"type":"auto"|"any"|"tool"|"none", "name":..., "disable_parallel_tool_use":bool}. "any" and "tool"
+// force a call (tool_grammar.h), as OpenAI's "required" and named function do; "none" offers no tools.
+void ReadToolChoice(FieldReader& r, CompletionRequest* out) {
+  const json* tc = r.Object("tool_choice");
+  if (tc == nullptr) return;
+  FieldReader t = r.Child(*tc, "tool_choice");
+  std::string type = "auto";
+  t.String("type", &type);
+  t.String("name", &out->tool_choice_name);
+  bool disable_parallel = false;
+  t.Bool("disable_parallel_tool_use", &disable_parallel);
+  if (!t.ok()) return;
+  out->parallel_tool_calls = !disable_parallel;
+  if (type == "any") {
+    out->tool_choice = ToolChoice::kRequired;
+  } else if (type == "tool") {
+    out->tool_choice = ToolChoice::kFunction;
+    if (out->tool_choice_name.empty()) t.Fail("tool_choice.name", "'tool_choice.name' is required for type tool");
+  } else if (type == "none") {
+    out->tool_choice = ToolChoice::kNone;
+  } else if (type != "auto") {
+    t.Fail("tool_choice.type", "'tool_choice.type' must be auto, any, tool or none");
   }
-  return type;
 }
 
 void ReadTools(FieldReader& r, CompletionRequest* out) {
   const json* tools = r.Array("tools");
-  const std::string choice = ReadToolChoice(r);
+  ReadToolChoice(r, out);
   for (size_t i = 0; tools != nullptr && i < tools->size() && r.ok(); ++i) {
     const std::string p = Index("tools", i);
     FieldReader t = r.Child((*tools)[i], p);
@@ -150,7 +166,7 @@ void ReadTools(FieldReader& r, CompletionRequest* out) {
     if (t.ok() && spec.name.empty()) t.Fail(p + ".name", "'" + p + ".name' is required");
     out->tools.push_back(std::move(spec));
   }
-  if (choice == "none") out->tools.clear();
+  FinishToolChoice(r, out);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "server/tool_call_syntax.h"
 #include "util/status.h"
 
 namespace ember::server {
@@ -197,6 +198,8 @@ class InferenceBackend {
   virtual Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
                           GenerationResult* out) = 0;
   virtual BackendStats Stats() const = 0;
+  // How this model writes a tool call (from its chat template): the syntax a forced call is held to.
+  virtual ToolCallSyntax tool_call_syntax() const { return ToolCallSyntax::kLlama3Json; }
 
   // ---- Continuous batching and memory admission (issue #16); the defaults are a serial backend ----
   // Generate() calls that may run at once; the scheduler runs this many lanes.

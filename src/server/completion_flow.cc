@@ -85,6 +85,9 @@ void FinishOutput(const CompletionRequest& req, const std::string& id_prefix, co
   } else {
     out.parsed = ParseToolCalls(out.text);
   }
+  // parallel_tool_calls false: one call per reply. A forced call's grammar already allows only one; a
+  // free reply keeps its first.
+  if (!req.parallel_tool_calls && out.parsed.tool_calls.size() > 1) out.parsed.tool_calls.resize(1);
   for (size_t i = 0; i < out.parsed.tool_calls.size(); ++i) {
     out.parsed.tool_calls[i].id = id_prefix + std::to_string(i);
   }

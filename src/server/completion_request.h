@@ -70,5 +70,8 @@ ApiResult<CompletionRequest> ParseAnthropicRequest(const nlohmann::json& body, b
 // Shared by both parsers: the sampling fields with the same names in both APIs.
 class FieldReader;
 void ReadCommonSampling(FieldReader& r, CompletionRequest* out);
+// After tools and tool_choice are read: a forced choice needs tools (a named one among them), else a 400
+// on "tool_choice"; kNone clears the tools so the template offers none.
+void FinishToolChoice(FieldReader& r, CompletionRequest* out);
 
 }  // namespace ember::server

@@ -164,6 +164,10 @@ class EngineBackend final : public InferenceBackend {
     return engine_->tokenizer()->Decode(ids, /*render_special=*/false);
   }
 
+  ToolCallSyntax tool_call_syntax() const override {
+    return DetectToolCallSyntax(engine_->tokenizer()->spec().chat_template);
+  }
+
   StatusOr<std::string> ApplyChatTemplate(const ChatTemplateInput& in) const override {
     return RenderChat(in, /*client_text_plain=*/false);
   }

@@ -12,7 +12,8 @@
 //     given); a prompt containing "[long]" makes the words go on until max_tokens.
 //   * It ignores GenerationRequest::grammar (structured output, forced tool calls): its bytes are not a
 //     model's vocabulary, and tests script the exact output with "echo:". Grammar-constrained sampling
-//     is tested on the real engine (tests/engine, tests/e2e grammar test).
+//     is tested on the real engine (tests/engine, tests/e2e grammar test). Its tool_call_syntax() is
+//     kHermes (<tool_call> blocks, unambiguous in a scripted reply).
 //   * It has no prompt cache: cached_tokens is always 0 (tier "none") and Stats() reports no cache tier.
 //     What the cache does is tested on the real engine with a small generated model (engine_backend
 //     tests, tests/e2e/real_model, ssd, tenancy), never on this fake.
@@ -54,6 +55,7 @@ class FakeBackend final : public InferenceBackend {
   Status Generate(const GenerationRequest& req, const TokenCallback& on_token,
                   GenerationResult* out) override;
   BackendStats Stats() const override;
+  ToolCallSyntax tool_call_syntax() const override { return ToolCallSyntax::kHermes; }
   int max_parallel() const override { return options_.max_parallel < 1 ? 1 : options_.max_parallel; }
   Status CheckAdmissible(const GenerationRequest& req) const override;
   std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override;

@@ -102,31 +102,45 @@ ChatMessage ReadMessage(const json& msg, size_t i, FieldReader& r) {
   return m;
 }
 
-// "none", "auto", "required" or {"type":"function","function":{"name":...}}. Only "none" changes what
-// ember does (no tools in the prompt); the others let the model choose.
-std::string ReadToolChoice(FieldReader& r) {
-  std::string choice = "auto";
+// "none", "auto", "required" or {"type":"function","function":{"name":...}}. "required" and a named
+// function force a call (tool_grammar.h); "none" offers no tools to the template at all.
+void ReadToolChoice(FieldReader& r, CompletionRequest* out) {
   const json* tc = r.Any("tool_choice");
-  if (tc == nullptr) return choice;
+  if (tc == nullptr) return;
   if (tc->is_string()) {
-    choice = tc->get<std::string>();
-    if (choice != "none" && choice != "auto" && choice != "required") {
+    const std::string& choice = tc->get_ref<const std::string&>();
+    if (choice == "none") {
+      out->tool_choice = ToolChoice::kNone;
+    } else if (choice == "required") {
+      out->tool_choice = ToolChoice::kRequired;
+    } else if (choice != "auto") {
       r.Fail("tool_choice", "'tool_choice' must be none, auto, required or an object naming a function");
     }
   } else if (tc->is_object()) {
     FieldReader t = r.Child(*tc, "tool_choice");
-    std::string type, name;
+    std::string type = "function";
     t.String("type", &type);
-    if (const json* fn = t.Object("function")) r.Child(*fn, "tool_choice.function").String("name", &name);
+    if (t.ok() && type != "function") {
+      return t.Fail("tool_choice.type", "'tool_choice.type' must be \"function\"");
+    }
+    const json* fn = t.Object("function");
+    if (t.ok() && fn == nullptr) return t.Fail("tool_choice.function", "'tool_choice.function' is required");
+    if (fn == nullptr) return;
+    FieldReader f = r.Child(*fn, "tool_choice.function");
+    f.String("name", &out->tool_choice_name);
+    if (f.ok() && out->tool_choice_name.empty()) {
+      return f.Fail("tool_choice.function.name", "'tool_choice.function.name' is required");
+    }
+    out->tool_choice = ToolChoice::kFunction;
   } else {
     r.Fail("tool_choice", "'tool_choice' must be a string or an object");
   }
-  return choice;
 }
 
 void ReadTools(FieldReader& r, CompletionRequest* out) {
   const json* tools = r.Array("tools");
-  const std::string choice = ReadToolChoice(r);
+  ReadToolChoice(r, out);
+  r.Bool("parallel_tool_calls", &out->parallel_tool_calls);
   for (size_t i = 0; tools != nullptr && i < tools->size() && r.ok(); ++i) {
     const std::string p = Index("tools", i);
     FieldReader t = r.Child((*tools)[i], p);
@@ -145,7 +159,7 @@ void ReadTools(FieldReader& r, CompletionRequest* out) {
     if (f.ok() && spec.name.empty()) f.Fail(p + ".function.name", "'" + p + ".function.name' is required");
     out->tools.push_back(std::move(spec));
   }
-  if (choice == "none") out->tools.clear();
+  FinishToolChoice(r, out);
 }
 
 // response_format: {"type":"text"} | {"type":"json_object"} | {"type":"json_schema","json_schema":{"name",
@@ -248,6 +262,22 @@ void ReadCommonSampling(FieldReader& r, CompletionRequest* out) {
   r.Float("repetition_penalty", &out->sampling.repetition_penalty, 0.01, 10);
   r.Bool("stream", &out->stream);
   r.String("cache_salt", &out->cache_salt);
+}
+
+void FinishToolChoice(FieldReader& r, CompletionRequest* out) {
+  if (!r.ok()) return;
+  if (out->tool_choice == ToolChoice::kRequired && out->tools.empty()) {
+    return r.Fail("tool_choice", "'tool_choice' forces a tool call but no tools were given");
+  }
+  if (out->tool_choice == ToolChoice::kFunction) {
+    const bool offered = std::any_of(out->tools.begin(), out->tools.end(),
+                                     [&](const ToolSpec& t) { return t.name == out->tool_choice_name; });
+    if (!offered) {
+      return r.Fail("tool_choice", "'tool_choice' names the tool '" + out->tool_choice_name +
+                                       "', which is not among the tools");
+    }
+  }
+  if (out->tool_choice == ToolChoice::kNone) out->tools.clear();  // the template sees no tools at all
 }
 
 ApiResult<CompletionRequest> ParseOpenAIChatRequest(const json& body) {

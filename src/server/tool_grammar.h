@@ -1,6 +1,11 @@
 // The grammar of a forced tool call (tool_choice "required" or a named function; Anthropic any / tool):
-// the model family's own call syntax (Llama 3.x JSON, Qwen / Hermes <tool_call> blocks), with each
-// tool's arguments constrained by its `parameters` schema, one call or several (parallel_tool_calls).
+// the model family's own call syntax (tool_call_syntax.h), with each tool's arguments constrained by its
+// `parameters` schema (grammar/json_schema.h), one call or several (parallel_tool_calls).
+//   kLlama3Json: {"name": "f", "parameters": ARGS}                       exactly one call
+//   kHermes:     <tool_call>\n{"name": "f", "arguments": ARGS}\n</tool_call>, joined by "\n" when
+//                parallel_tool_calls (one or more), else exactly one
+// The layout is the one the family's template renders calls in (so the model sees it in its history);
+// ARGS may carry the compiler's bounded insignificant whitespace.
 #pragma once
 
 #include <string>
@@ -8,10 +13,16 @@
 #include "server/api_error.h"
 #include "server/completion_request.h"
 #include "server/server_context.h"
+#include "server/tool_call_syntax.h"
 
 namespace ember::server {
 
-// GBNF text for grammar::ParseGbnf. 400 when the named tool is not offered or a schema is unsupported.
+// GBNF text for grammar::ParseGbnf, root rule "root". `req` must force a call (kRequired: any of its
+// tools; kFunction: tool_choice_name). 400 naming the tool and the field when a tool's schema is not an
+// object schema or uses what the compiler cannot enforce (its message names the keyword).
+ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionRequest& req);
+
+// ToolCallGbnf in the syntax of the served model (InferenceBackend::tool_call_syntax()).
 ApiResult<std::string> ToolCallGrammar(ServerContext& ctx, const CompletionRequest& req);
 
 }  // namespace ember::server
