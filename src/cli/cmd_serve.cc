@@ -33,7 +33,7 @@ StatusOr<std::unique_ptr<server::InferenceBackend>> MakeBackend(const ServeOptio
   if (o.fake) {
     server::FakeBackend::Options f;
     f.token_delay_ms = o.fake_token_delay_ms;
-    f.context_length = o.fake_context_length;
+    f.context_length = o.ctx_size > 0 ? static_cast<int32_t>(o.ctx_size) : o.fake_context_length;
     f.max_parallel = o.parallel;
     f.kv_budget_tokens = o.fake_kv_budget_tokens;
     return std::unique_ptr<server::InferenceBackend>(std::make_unique<server::FakeBackend>(f));
@@ -114,7 +114,29 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
                   "Serve requests whose Host header names this host (repeatable; * = any). Bound to loopback, "
                   "only loopback names are served otherwise (403: DNS rebinding protection)")
       ->envname("EMBER_ALLOWED_HOST");
-  cmd->add_option("--model-alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
+  cmd->add_option("--model-alias,--alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
+  // llama-server's names (docs/llama-server-compat.md).
+  cmd->add_option("-c,--ctx-size", o->ctx_size,
+                  "Context positions per sequence (0 = the model's, at most 32768). Unlike llama-server's, not "
+                  "divided among --parallel: sequences share one KV budget (as llama-server's --kv-unified)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 24))->envname("EMBER_CTX_SIZE");
+  cmd->add_option("-n,--n-predict", o->n_predict,
+                  "Default max tokens of a request that names none, on every API (-1 = up to the context)")
+      ->capture_default_str()->check(CLI::Range(-1, INT32_MAX))->envname("EMBER_N_PREDICT");
+  cmd->add_option("--temp", o->default_temperature, "POST /completion's default temperature (llama-server's 0.8)")
+      ->capture_default_str()->check(CLI::Range(0.0, 100.0))->envname("EMBER_TEMP");
+  auto seed = std::make_shared<int64_t>(-1);
+  cmd->add_option("--seed", *seed, "POST /completion's default seed (-1 = a fresh one per request)")
+      ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{UINT32_MAX}))->envname("EMBER_SEED");
+  auto no_metrics = std::make_shared<bool>(false);
+  auto no_slots = std::make_shared<bool>(false);
+  cmd->add_flag("--no-metrics", *no_metrics, "Turn GET /metrics off (501, as llama-server without --metrics)")
+      ->envname("EMBER_NO_METRICS");
+  auto accepted = std::make_shared<bool>(false);  // the defaults' own flags: accepted, nothing to change
+  cmd->add_flag("--metrics", *accepted, "Serve GET /metrics (the default; accepted for llama-server command lines)");
+  cmd->add_flag("--no-slots", *no_slots, "Turn GET /slots off (501, as llama-server's --no-slots)")
+      ->envname("EMBER_NO_SLOTS");
+  cmd->add_flag("--slots", *accepted, "Serve GET /slots (the default)");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body (413 beyond)")
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("EMBER_MAX_BODY_BYTES");
   cmd->add_option("--completion-prompt-specials", *prompt_specials,
@@ -176,8 +198,11 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--ssd-flush-timeout", o->ssd_flush_timeout_s,
                   "Seconds a cache flush (POST /admin/cache/flush, shutdown) may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
-  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials] {
+  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials, seed, no_metrics, no_slots, accepted] {
     ServeOptions opts = *o;
+    if (*seed >= 0) opts.default_seed = static_cast<uint64_t>(*seed);
+    opts.metrics_endpoint = !*no_metrics;
+    opts.slots_endpoint = !*no_slots;
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
     if (*no_ssd) {

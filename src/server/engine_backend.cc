@@ -56,6 +56,7 @@ ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {
     }
     if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
     if (!m.name.empty()) j["name"] = m.name;
+    if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
     out.push_back(std::move(j));
   }
   return out;
@@ -149,6 +150,7 @@ class EngineBackend final : public InferenceBackend {
   std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override;
 
   std::string model_id() const override { return id_; }
+  std::string chat_template() const override { return engine_->tokenizer()->spec().chat_template; }
   int32_t context_length() const override { return static_cast<int32_t>(engine_->options().n_ctx); }
 
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special,
@@ -435,6 +437,7 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Load(options.model_path, [&] {
     EngineOptions eo;
     eo.threads = options.threads;
+    eo.n_ctx = options.ctx_size;  // 0: the engine's default
     return eo;
   }()));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");

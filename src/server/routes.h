@@ -29,7 +29,8 @@ struct Route {
 
 std::vector<Route> OpenAIRoutes(ServerContext& ctx);     // /v1/chat/completions, /v1/completions, /v1/models
 std::vector<Route> AnthropicRoutes(ServerContext& ctx);  // /v1/messages, /v1/messages/count_tokens
-std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /tokenize, ...
+std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /admin/cache/flush
+std::vector<Route> LlamaRoutes(ServerContext& ctx);      // llama-server's: /completion, /tokenize, /props, ...
 
 // The request body as JSON; a 400 naming the parse error when it is not, or the depth limit when it
 // nests deeper than kMaxJsonDepth (json_input.h). Every route that takes a body parses it here.

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,13 @@ struct ServeOptions {
   // printed at start).
   int64_t step_tokens = 256;
   std::string kv_budget;
+  // llama-server compatibility (docs/llama-server-compat.md).
+  int64_t ctx_size = 0;                    // positions per sequence (--ctx-size); 0: the model's, <= 32768
+  int32_t n_predict = -1;                  // default max tokens when a request names none (-1: the context)
+  float default_temperature = 0.8f;        // /completion's default temperature (--temp)
+  std::optional<uint64_t> default_seed;    // /completion's default seed (--seed); absent: fresh per request
+  bool metrics_endpoint = true;            // false (--no-metrics): GET /metrics answers 501
+  bool slots_endpoint = true;              // false (--no-slots): GET /slots answers 501
 };
 
 inline constexpr int kMaxParallel = 64;
