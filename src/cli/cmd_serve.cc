@@ -128,6 +128,9 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   auto seed = std::make_shared<int64_t>(-1);
   cmd->add_option("--seed", *seed, "POST /completion's default seed (-1 = a fresh one per request)")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{UINT32_MAX}))->envname("EMBER_SEED");
+  cmd->add_option("--chat-template-file", o->chat_template_file,
+                  "Render chats with this Jinja template instead of the model's tokenizer.chat_template")
+      ->check(CLI::ExistingFile)->envname("EMBER_CHAT_TEMPLATE_FILE");
   auto no_metrics = std::make_shared<bool>(false);
   auto no_slots = std::make_shared<bool>(false);
   cmd->add_flag("--no-metrics", *no_metrics, "Turn GET /metrics off (501, as llama-server without --metrics)")
