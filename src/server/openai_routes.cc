@@ -118,6 +118,9 @@ std::vector<Route> OpenAIRoutes(ServerContext& ctx) {
   return {
       {"POST", "/v1/chat/completions", ApiFlavor::kOpenAI, true,
        [c](const httplib::Request& q, httplib::Response& s) { return HandleGeneration(*c, q, s, ApiKind::kChat); }},
+      // llama-server's unversioned alias (its clients use both).
+      {"POST", "/chat/completions", ApiFlavor::kOpenAI, true,
+       [c](const httplib::Request& q, httplib::Response& s) { return HandleGeneration(*c, q, s, ApiKind::kChat); }},
       {"POST", "/v1/completions", ApiFlavor::kOpenAI, true,
        [c](const httplib::Request& q, httplib::Response& s) {
          return HandleGeneration(*c, q, s, ApiKind::kCompletion);
