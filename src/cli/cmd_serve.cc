@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 
 #include "tiered/ssd_paths.h"
 #include "cli/command.h"
@@ -27,6 +29,18 @@ Status ReadKeyFile(const std::string& path, std::vector<std::string>* keys) {
   }
   if (keys->empty()) return InvalidArgument("--api-key-file " + path + " holds no key");
   return Status::Ok();
+}
+
+// "b,a, c" -> {"a", "b", "c"}: sorted, without blanks or repeats.
+std::vector<std::string> SplitList(const std::string& list) {
+  std::set<std::string> items;
+  std::string item;
+  std::istringstream in(list);
+  while (std::getline(in, item, ',')) {
+    const size_t b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+    if (b != std::string::npos) items.insert(item.substr(b, e - b + 1));
+  }
+  return {items.begin(), items.end()};
 }
 
 StatusOr<std::unique_ptr<server::InferenceBackend>> MakeBackend(const ServeOptions& o) {
@@ -114,7 +128,12 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
                   "Serve requests whose Host header names this host (repeatable; * = any). Bound to loopback, "
                   "only loopback names are served otherwise (403: DNS rebinding protection)")
       ->envname("EMBER_ALLOWED_HOST");
-  cmd->add_option("--model-alias,--alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
+  cmd->add_option("--model-alias,--alias", o->model_alias,
+                  "Model id reported to clients; a comma-separated list gives aliases (GET /models), the id being "
+                  "the first in sorted order, as llama-server's")
+      ->envname("EMBER_MODEL_ALIAS");
+  auto tags = std::make_shared<std::string>();
+  cmd->add_option("--tags", *tags, "Comma-separated tags GET /models lists (llama-server's)")->envname("EMBER_TAGS");
   // llama-server's names (docs/llama-server-compat.md).
   cmd->add_option("-c,--ctx-size", o->ctx_size,
                   "Context positions per sequence (0 = the model's, at most 32768). Unlike llama-server's, not "
@@ -201,11 +220,14 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--ssd-flush-timeout", o->ssd_flush_timeout_s,
                   "Seconds a cache flush (POST /admin/cache/flush, shutdown) may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
-  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials, seed, no_metrics, no_slots, accepted] {
+  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials, seed, no_metrics, no_slots, accepted, tags] {
     ServeOptions opts = *o;
     if (*seed >= 0) opts.default_seed = static_cast<uint64_t>(*seed);
     opts.metrics_endpoint = !*no_metrics;
     opts.slots_endpoint = !*no_slots;
+    opts.model_aliases = SplitList(opts.model_alias);
+    if (!opts.model_aliases.empty()) opts.model_alias = opts.model_aliases.front();
+    opts.model_tags = SplitList(*tags);
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
     if (*no_ssd) {

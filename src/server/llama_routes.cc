@@ -196,7 +196,9 @@ std::vector<Route> LlamaRoutes(ServerContext& ctx) {
        [c](Req, Res s) -> std::optional<ApiError> {
          json model = {{"id", c->model_id}, {"object", "model"}, {"created", c->UnixSeconds()},
                        {"owned_by", "ember"}, {"context_length", c->backend->context_length()},
-                       {"aliases", json::array({c->model_id})}, {"tags", json::array()}};
+                       {"aliases", c->options.model_aliases.empty() ? json::array({c->model_id})
+                                                                    : json(c->options.model_aliases)},
+                       {"tags", c->options.model_tags}};
          SetJson(s, {{"object", "list"}, {"data", json::array({model})}});
          return std::nullopt;
        }},

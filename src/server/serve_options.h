@@ -55,6 +55,8 @@ struct ServeOptions {
   std::optional<uint64_t> default_seed;    // /completion's default seed (--seed); absent: fresh per request
   bool metrics_endpoint = true;            // false (--no-metrics): GET /metrics answers 501
   bool slots_endpoint = true;              // false (--no-slots): GET /slots answers 501
+  std::vector<std::string> model_aliases;  // --alias a,b,c (sorted; model_alias is the first); GET /models
+  std::vector<std::string> model_tags;     // --tags x,y; GET /models
   std::string chat_template_file;          // a Jinja chat template used instead of the model's; "" = the model's
 };
 

@@ -1,6 +1,6 @@
 // llama-server compatibility and Anthropic completeness through the shipped binary: the native routes a
 // llama-server client uses (/completion, its SSE, /tokenize, /props, /slots), the llamacpp: metric names,
-// the serve flags (-c, -n, --alias, --seed, --no-metrics, --no-slots), Anthropic's count_tokens through
+// the serve flags (-c, -n, --alias lists, --tags, --seed, --no-metrics, --no-slots), Anthropic's count_tokens through
 // the official SDK, its error shapes, and on a tiny real model: timings.cache_n and metadata.user_id not
 // splitting the prompt cache. (llama.cpp's own test files run by scripts/llamacpp-compat, not here.)
 import { after, before, test } from 'node:test';
@@ -12,7 +12,7 @@ let fake;
 let model;
 let real;
 before(async () => {
-  fake = await startServer(['--alias', 'compat', '-c', '512', '-n', '32', '--seed', '42', '--parallel', '2']);
+  fake = await startServer(['--alias', 'zeta,compat', '--tags', 'chat,small', '-c', '512', '-n', '32', '--seed', '42', '--parallel', '2']);
   model = await makeTinyModel();
   real = await startServer(['--no-ssd-cache', '--parallel', '1', '--no-metrics', '--no-slots'], { model: model.path });
 });
@@ -73,7 +73,9 @@ test('-n is the default max tokens; /props, /slots and /models reflect the flags
   assert.equal(slots.length, 2);
   assert.ok(slots.every((s) => s.n_ctx === 512 && s.is_processing === false));
   const models = await (await fetch(`${fake.url}/models`)).json();
-  assert.equal(models.data[0].id, 'compat');
+  assert.equal(models.data[0].id, 'compat');  // the first alias in sorted order, as llama-server's
+  assert.deepEqual(models.data[0].aliases, ['compat', 'zeta']);
+  assert.deepEqual(models.data[0].tags, ['chat', 'small']);
   const tok = await postJson(`${fake.url}/tokenize`, { content: 'h\u00e9', with_pieces: true });
   assert.deepEqual(tok.json.tokens, [{ id: 104, piece: 'h' }, { id: 0xc3, piece: [0xc3] }, { id: 0xa9, piece: [0xa9] }]);
 });

@@ -194,7 +194,10 @@ TEST_F(LlamaRoutesTest, PropsSlotsModelsHealth) {
   EXPECT_EQ(s[1]["id"], 1);
   EXPECT_EQ(s[0]["is_processing"], false);
   EXPECT_EQ(s[0]["n_ctx"], 256);
-  EXPECT_EQ(json::parse(client_->Get("/models")->body)["data"][0]["id"], "tiny");
+  json models = json::parse(client_->Get("/models")->body);
+  EXPECT_EQ(models["data"][0]["id"], "tiny");
+  EXPECT_EQ(models["data"][0]["aliases"], json::array({"tiny"}));
+  EXPECT_EQ(models["data"][0]["tags"], json::array());
   EXPECT_EQ(client_->Get("/v1/health")->status, 200);
   // --n-predict is the default max tokens of the other APIs too.
   auto chat = Post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "[long]"}}}}});
