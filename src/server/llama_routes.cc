@@ -21,7 +21,7 @@ LlamaDefaults DefaultsOf(const ServerContext& ctx) {
   d.n_predict = ctx.options.n_predict;
   d.temperature = ctx.options.default_temperature;
   d.seed = ctx.options.default_seed;
-  d.parallel = std::max(1, ctx.scheduler->stats().lanes > 0 ? static_cast<int>(ctx.scheduler->stats().lanes) : 1);
+  d.parallel = std::max(1, static_cast<int>(ctx.scheduler->stats().lanes));
   return d;
 }
 
