@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 
 #include "cache/cache_options.h"
 #include "tiered/ssd_paths.h"
@@ -30,11 +32,23 @@ Status ReadKeyFile(const std::string& path, std::vector<std::string>* keys) {
   return Status::Ok();
 }
 
+// "b,a, c" -> {"a", "b", "c"}: sorted, without blanks or repeats.
+std::vector<std::string> SplitList(const std::string& list) {
+  std::set<std::string> items;
+  std::string item;
+  std::istringstream in(list);
+  while (std::getline(in, item, ',')) {
+    const size_t b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+    if (b != std::string::npos) items.insert(item.substr(b, e - b + 1));
+  }
+  return {items.begin(), items.end()};
+}
+
 StatusOr<std::unique_ptr<server::InferenceBackend>> MakeBackend(const ServeOptions& o) {
   if (o.fake) {
     server::FakeBackend::Options f;
     f.token_delay_ms = o.fake_token_delay_ms;
-    f.context_length = o.fake_context_length;
+    f.context_length = o.ctx_size > 0 ? static_cast<int32_t>(o.ctx_size) : o.fake_context_length;
     f.max_parallel = o.parallel;
     f.kv_budget_tokens = o.fake_kv_budget_tokens;
     return std::unique_ptr<server::InferenceBackend>(std::make_unique<server::FakeBackend>(f));
@@ -115,7 +129,37 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
                   "Serve requests whose Host header names this host (repeatable; * = any). Bound to loopback, "
                   "only loopback names are served otherwise (403: DNS rebinding protection)")
       ->envname("EMBER_ALLOWED_HOST");
-  cmd->add_option("--model-alias", o->model_alias, "Model id reported to clients")->envname("EMBER_MODEL_ALIAS");
+  cmd->add_option("--model-alias,--alias", o->model_alias,
+                  "Model id reported to clients; a comma-separated list gives aliases (GET /models), the id being "
+                  "the first in sorted order, as llama-server's")
+      ->envname("EMBER_MODEL_ALIAS");
+  auto tags = std::make_shared<std::string>();
+  cmd->add_option("--tags", *tags, "Comma-separated tags GET /models lists (llama-server's)")->envname("EMBER_TAGS");
+  // llama-server's names (docs/llama-server-compat.md).
+  cmd->add_option("-c,--ctx-size", o->ctx_size,
+                  "Context positions per sequence (0 = the model's, at most 32768). Unlike llama-server's, not "
+                  "divided among --parallel: sequences share one KV budget (as llama-server's --kv-unified)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 24))->envname("EMBER_CTX_SIZE");
+  cmd->add_option("-n,--n-predict", o->n_predict,
+                  "Default max tokens of a request that names none, on every API (-1 = up to the context)")
+      ->capture_default_str()->check(CLI::Range(-1, INT32_MAX))->envname("EMBER_N_PREDICT");
+  cmd->add_option("--temp", o->default_temperature, "POST /completion's default temperature (llama-server's 0.8)")
+      ->capture_default_str()->check(CLI::Range(0.0, 100.0))->envname("EMBER_TEMP");
+  auto seed = std::make_shared<int64_t>(-1);
+  cmd->add_option("--seed", *seed, "POST /completion's default seed (-1 = a fresh one per request)")
+      ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{UINT32_MAX}))->envname("EMBER_SEED");
+  cmd->add_option("--chat-template-file", o->chat_template_file,
+                  "Render chats with this Jinja template instead of the model's tokenizer.chat_template")
+      ->check(CLI::ExistingFile)->envname("EMBER_CHAT_TEMPLATE_FILE");
+  auto no_metrics = std::make_shared<bool>(false);
+  auto no_slots = std::make_shared<bool>(false);
+  cmd->add_flag("--no-metrics", *no_metrics, "Turn GET /metrics off (501, as llama-server without --metrics)")
+      ->envname("EMBER_NO_METRICS");
+  auto accepted = std::make_shared<bool>(false);  // the defaults' own flags: accepted, nothing to change
+  cmd->add_flag("--metrics", *accepted, "Serve GET /metrics (the default; accepted for llama-server command lines)");
+  cmd->add_flag("--no-slots", *no_slots, "Turn GET /slots off (501, as llama-server's --no-slots)")
+      ->envname("EMBER_NO_SLOTS");
+  cmd->add_flag("--slots", *accepted, "Serve GET /slots (the default)");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body (413 beyond)")
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("EMBER_MAX_BODY_BYTES");
   cmd->add_option("--completion-prompt-specials", *prompt_specials,
@@ -186,7 +230,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--responses-ttl", o->responses_ttl_s,
                   "Seconds a stored response is kept (0 = until evicted by size; default 30 days)")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_RESPONSES_TTL");
-  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials, store_size] {
+  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials, store_size, seed, no_metrics, no_slots, accepted, tags] {
     ServeOptions opts = *o;
     StatusOr<size_t> store_bytes = ParseByteSize(*store_size);
     if (!store_bytes.ok()) {
@@ -194,6 +238,12 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       return set_exit(2);
     }
     opts.responses_store_bytes = *store_bytes;
+    if (*seed >= 0) opts.default_seed = static_cast<uint64_t>(*seed);
+    opts.metrics_endpoint = !*no_metrics;
+    opts.slots_endpoint = !*no_slots;
+    opts.model_aliases = SplitList(opts.model_alias);
+    if (!opts.model_aliases.empty()) opts.model_alias = opts.model_aliases.front();
+    opts.model_tags = SplitList(*tags);
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
     if (*no_ssd) {

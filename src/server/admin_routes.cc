@@ -1,8 +1,9 @@
-// Operational endpoints: /health, /stats, /metrics, /admin/cache/flush, /tokenize, /detokenize,
-// /apply-template. Also SetJson and StartEventStream of routes.h (ParseJsonBody lives in json_input.cc).
+// Operational endpoints: /health, /stats, /metrics, /admin/cache/flush (llama-server's /tokenize,
+// /detokenize, /apply-template are in llama_routes.cc). Also SetJson and StartEventStream of routes.h (ParseJsonBody lives in json_input.cc).
 #include <cstdio>
 
 #include "server/completion_flow.h"
+#include "server/llama_metrics.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
 #include "server/sse_writer.h"
@@ -94,66 +95,9 @@ std::string MetricsText(ServerContext& ctx) {
     m.Set("ember_lane_completed_total", lane, static_cast<double>(l.completed));
   }
   m.Set("ember_uptime_seconds", {}, ctx.SteadySeconds() - ctx.started_at);
-  return m.RenderPrometheus() + RenderBackendStatsPrometheus(ctx.backend->Stats());
-}
-
-std::optional<ApiError> Tokenize(ServerContext& ctx, const httplib::Request& http, httplib::Response& res) {
-  ApiResult<json> body = ParseJsonBody(http);
-  if (!body.ok()) return body.error();
-  std::optional<ApiError> err;
-  FieldReader r(body.value(), "", &err);
-  std::string content;
-  bool add_special = true, parse_special = true, with_pieces = false;
-  r.String("content", &content);
-  r.Bool("add_special", &add_special);
-  r.Bool("parse_special", &parse_special);
-  r.Bool("with_pieces", &with_pieces);
-  if (!err && !body.value().contains("content")) r.Fail("content", "'content' is required");
-  if (err) return *err;
-  StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(content, add_special, parse_special);
-  if (!ids.ok()) return FromStatus(ids.status());
-  json tokens = json::array();
-  for (int32_t id : *ids) {
-    if (!with_pieces) {
-      tokens.push_back(id);
-      continue;
-    }
-    StatusOr<std::string> piece = ctx.backend->Detokenize({id});
-    tokens.push_back({{"id", id}, {"piece", piece.ok() ? *piece : ""}});
-  }
-  SetJson(res, {{"tokens", tokens}});
-  return std::nullopt;
-}
-
-std::optional<ApiError> Detokenize(ServerContext& ctx, const httplib::Request& http, httplib::Response& res) {
-  ApiResult<json> body = ParseJsonBody(http);
-  if (!body.ok()) return body.error();
-  const json* tokens = body.value().is_object() && body.value().contains("tokens") ? &body.value()["tokens"] : nullptr;
-  if (tokens == nullptr || !tokens->is_array()) return InvalidRequest("'tokens' must be an array of token ids", "tokens");
-  std::vector<int32_t> ids;
-  for (size_t i = 0; i < tokens->size(); ++i) {
-    if (!(*tokens)[i].is_number_integer()) {
-      return InvalidRequest("'tokens[" + std::to_string(i) + "]' must be an integer", "tokens[" + std::to_string(i) + "]");
-    }
-    ids.push_back((*tokens)[i].get<int32_t>());
-  }
-  StatusOr<std::string> text = ctx.backend->Detokenize(ids);
-  if (!text.ok()) return FromStatus(text.status());
-  SetJson(res, {{"content", *text}});
-  return std::nullopt;
-}
-
-// Body: an OpenAI chat request (messages, tools, chat_template_kwargs); returns the rendered prompt.
-std::optional<ApiError> ApplyTemplate(ServerContext& ctx, const httplib::Request& http, httplib::Response& res) {
-  ApiResult<json> body = ParseJsonBody(http);
-  if (!body.ok()) return body.error();
-  ApiResult<CompletionRequest> req = ParseOpenAIChatRequest(body.value());
-  if (!req.ok()) return req.error();
-  StatusOr<std::string> text =
-      ctx.backend->ApplyChatTemplate({req.value().messages, req.value().tools, true, req.value().template_kwargs});
-  if (!text.ok()) return FromStatus(text.status());
-  SetJson(res, {{"prompt", *text}});
-  return std::nullopt;
+  const BackendStats b = ctx.backend->Stats();
+  RefreshLlamaMetrics(m, q, b);
+  return m.RenderPrometheus() + RenderBackendStatsPrometheus(b);
 }
 
 }  // namespace
@@ -176,6 +120,12 @@ std::vector<Route> AdminRoutes(ServerContext& ctx) {
        }},
       {"GET", "/metrics", ApiFlavor::kOpenAI, true,
        [c](Req, Res s) -> std::optional<ApiError> {
+         if (!c->options.metrics_endpoint) {
+           return ApiError{501, "not_supported_error", "This server does not support metrics endpoint (--no-metrics).", ""};
+         }
+         // llama-server's header; its dashboards read the start time from it.
+         const double start = static_cast<double>(c->UnixSeconds()) - (c->SteadySeconds() - c->started_at);
+         s.set_header("Process-Start-Time-Unix", std::to_string(static_cast<int64_t>(start)));
          s.set_content(MetricsText(*c), "text/plain; version=0.0.4; charset=utf-8");
          return std::nullopt;
        }},
@@ -186,9 +136,6 @@ std::vector<Route> AdminRoutes(ServerContext& ctx) {
          SetJson(s, {{"flushed", true}});
          return std::nullopt;
        }},
-      {"POST", "/tokenize", ApiFlavor::kOpenAI, true, [c](Req q, Res s) { return Tokenize(*c, q, s); }},
-      {"POST", "/detokenize", ApiFlavor::kOpenAI, true, [c](Req q, Res s) { return Detokenize(*c, q, s); }},
-      {"POST", "/apply-template", ApiFlavor::kOpenAI, true, [c](Req q, Res s) { return ApplyTemplate(*c, q, s); }},
   };
 }
 

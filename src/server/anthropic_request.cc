@@ -1,8 +1,9 @@
 // Parsing of Anthropic Messages request bodies into CompletionRequest. Content blocks map to the OpenAI
 // shapes the rest of the server uses: text blocks concatenate, an assistant `tool_use` block becomes a
 // ToolCall, a user `tool_result` block becomes a role "tool" message answering its tool_use_id (its text
-// prefixed "Error: " when is_error is true). Every read goes through FieldReader, so a wrong type anywhere
-// is a 400 naming the field.
+// prefixed "Error: " when is_error is true), an assistant `thinking` block becomes the turn's
+// reasoning_content (`redacted_thinking` is dropped). Every read goes through FieldReader, so a wrong type
+// anywhere is a 400 naming the field.
 #include <nlohmann/json.hpp>
 
 #include "server/completion_request.h"
@@ -15,6 +16,7 @@ using nlohmann::json;
 
 // What a tool_result with is_error: true starts with when it reaches the template (docs/server.md).
 constexpr const char* kToolErrorPrefix = "Error: ";
+constexpr size_t kMaxUserIdBytes = 256;  // Anthropic's limit on metadata.user_id
 
 std::string Index(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
 
@@ -77,13 +79,26 @@ void ReadBlocks(const json& blocks, const std::string& path, const std::string& 
       // No chat template has a field for a failed call, so the mark is in the text the model reads.
       if (is_error) result.content = kToolErrorPrefix + result.content;
       out->push_back(std::move(result));
-    } else if (type == "thinking" || type == "redacted_thinking") {
-      continue;  // earlier reasoning is not replayed to the model
+    } else if (type == "thinking") {
+      // Earlier reasoning goes to the template as reasoning_content: Qwen3-style templates render it in
+      // <think>, the others never read it (so it is dropped there). The signature is only type-checked.
+      std::string thinking, signature;
+      if (b.ok() && b.Any("thinking") == nullptr) b.Fail(p + ".thinking", "'" + p + ".thinking' is required");
+      b.String("thinking", &thinking);
+      b.String("signature", &signature);
+      if (b.ok() && role != "assistant") b.Fail(p, "'" + p + "': thinking blocks belong to assistant turns");
+      turn.reasoning_content += thinking;
+    } else if (type == "redacted_thinking") {
+      std::string data;  // encrypted by another provider: nothing a local model could read
+      b.String("data", &data);
+      if (b.ok() && role != "assistant") b.Fail(p, "'" + p + "': redacted_thinking blocks belong to assistant turns");
     } else {
-      return r.Fail(p, "'" + p + "' must be a text, tool_use or tool_result block");
+      return r.Fail(p, "'" + p + "' must be a text, tool_use, tool_result, thinking or redacted_thinking block");
     }
   }
-  if (!turn.content.empty() || !turn.tool_calls.empty()) out->push_back(std::move(turn));
+  if (!turn.content.empty() || !turn.tool_calls.empty() || !turn.reasoning_content.empty()) {
+    out->push_back(std::move(turn));
+  }
 }
 
 void ReadMessages(FieldReader& r, std::vector<ChatMessage>* out) {
@@ -169,6 +184,34 @@ void ReadTools(FieldReader& r, CompletionRequest* out) {
   FinishToolChoice(r, out);
 }
 
+// metadata.user_id names the caller's end user. It is NOT a prompt-cache tenant (docs/llama-server-compat.md,
+// "Anthropic"): tenants are API keys and cache_salt; one app's users share its cached system prompt.
+void ReadMetadata(FieldReader& r, CompletionRequest* out) {
+  const json* meta = r.Object("metadata");
+  if (meta == nullptr) return;
+  FieldReader m = r.Child(*meta, "metadata");
+  m.String("user_id", &out->user);
+  if (m.ok() && out->user.size() > kMaxUserIdBytes) {
+    m.Fail("metadata.user_id", "'metadata.user_id' is longer than " + std::to_string(kMaxUserIdBytes) + " bytes");
+  }
+}
+
+// thinking: {"type":"enabled","budget_tokens":N} | {"type":"disabled"}. ember has no thinking budget;
+// the switch reaches templates that know it as enable_thinking (Qwen3), others ignore it.
+void ReadThinking(FieldReader& r, CompletionRequest* out) {
+  const json* thinking = r.Object("thinking");
+  if (thinking == nullptr) return;
+  FieldReader t = r.Child(*thinking, "thinking");
+  std::string type;
+  std::optional<int32_t> budget;
+  t.String("type", &type);
+  t.OptionalInt("budget_tokens", &budget, 1, INT32_MAX);
+  if (t.ok() && type != "enabled" && type != "disabled") {
+    return t.Fail("thinking.type", "'thinking.type' must be enabled or disabled");
+  }
+  if (t.ok()) out->template_kwargs.emplace_back("enable_thinking", type == "disabled" ? "false" : "true");
+}
+
 }  // namespace
 
 ApiResult<CompletionRequest> ParseAnthropicRequest(const json& body, bool require_max_tokens) {
@@ -181,7 +224,8 @@ ApiResult<CompletionRequest> ParseAnthropicRequest(const json& body, bool requir
   r.OptionalInt("max_tokens", &out.max_tokens, 1, INT32_MAX);
   if (require_max_tokens && r.ok() && !out.max_tokens) r.Fail("max_tokens", "'max_tokens' is required");
   r.StringOrList("stop_sequences", &out.stop, kMaxStopStrings, kMaxStopBytes);
-  if (const json* meta = r.Object("metadata")) r.Child(*meta, "metadata").String("user_id", &out.user);
+  ReadMetadata(r, &out);
+  ReadThinking(r, &out);
   ReadSystem(r, &out.messages);
   ReadMessages(r, &out.messages);
   ReadTools(r, &out);

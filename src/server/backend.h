@@ -43,6 +43,9 @@ struct ChatMessage {
   std::vector<ToolCall> tool_calls;
   std::string tool_call_id;
   std::string name;
+  // An assistant turn's earlier reasoning (Anthropic thinking blocks, OpenAI reasoning_content): handed to
+  // the template as `reasoning_content`; templates that render it (Qwen3's <think>) show it, others drop it.
+  std::string reasoning_content = {};  // (initialized: the many {role, content, ...} literals stay valid)
 };
 
 // A function the model may call. `parameters_json` is the JSON Schema text of its arguments.
@@ -182,6 +185,8 @@ class InferenceBackend {
   virtual ~InferenceBackend() = default;
 
   virtual std::string model_id() const = 0;
+  // The model's chat template text (GGUF tokenizer.chat_template) for GET /props; "" when none.
+  virtual std::string chat_template() const { return ""; }
   virtual int32_t context_length() const = 0;
   virtual StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special,
                                                   bool parse_special) const = 0;

@@ -2,6 +2,7 @@
 
 #include "cache/cache_namespace.h"
 
+#include "server/llama_metrics.h"
 #include "server/output_constraint.h"
 #include "server/tool_call_parser.h"
 #include "server/tool_stream_gate.h"
@@ -49,7 +50,11 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
   g.prompt = std::move(prompt.value());
   g.grammar = std::move(constraint.value());
   g.sampling = req.sampling;
-  g.max_tokens = req.max_tokens ? *req.max_tokens : static_cast<int32_t>(n_ctx - n_prompt);
+  // No max_tokens: --n-predict when set (llama-server's default), within the context; else the context.
+  const int64_t room = n_ctx - n_prompt;
+  g.max_tokens = static_cast<int32_t>(req.max_tokens                ? *req.max_tokens
+                                      : ctx.options.n_predict > 0 ? std::min<int64_t>(ctx.options.n_predict, room)
+                                                                  : room);
   g.logprobs = req.logprobs;
   g.top_logprobs = req.top_logprobs;
   g.cache_salt = CacheNamespace::TenantOf(api_key_id, req.cache_salt);
@@ -142,6 +147,7 @@ void RecordGeneration(ServerContext& ctx, const std::string& route, const PumpRe
   m.Add("ember_cached_prompt_tokens_total", {{"tier", g.cache_tier}}, g.cached_tokens);
   if (r.ttft_s >= 0) m.Observe("ember_time_to_first_token_seconds", {{"route", route}}, r.ttft_s);
   if (r.client_gone || g.finish_reason == FinishReason::kCancelled) m.Add("ember_cancelled_generations_total", {});
+  RecordLlamaGeneration(m, g);
 }
 
 }  // namespace ember::server

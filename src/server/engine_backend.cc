@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -58,6 +59,7 @@ ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {
     }
     if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
     if (!m.name.empty()) j["name"] = m.name;
+    if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
     out.push_back(std::move(j));
   }
   return out;
@@ -143,6 +145,8 @@ class EngineBackend final : public InferenceBackend {
   }
 
   int max_parallel() const override { return parallel_; }
+  // --chat-template-file: replaces the model's tokenizer.chat_template (before serving starts).
+  void set_chat_template(std::string text) { template_override_ = std::move(text); }
 
   Status CheckAdmissible(const GenerationRequest& req) const override {
     return budget_.CheckAdmissible(static_cast<int64_t>(req.prompt.size()), req.max_tokens);
@@ -151,6 +155,10 @@ class EngineBackend final : public InferenceBackend {
   std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override;
 
   std::string model_id() const override { return id_; }
+  std::string chat_template() const override { return Template(); }
+  const std::string& Template() const {
+    return template_override_.empty() ? engine_->tokenizer()->spec().chat_template : template_override_;
+  }
   int32_t context_length() const override { return static_cast<int32_t>(engine_->options().n_ctx); }
 
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special,
@@ -282,7 +290,7 @@ class EngineBackend final : public InferenceBackend {
   // goes through MarkClientStrings first (for TokenizeChat; the marks would be noise anywhere else).
   StatusOr<std::string> RenderChat(const ChatTemplateInput& in, bool client_text_plain) const {
     const Tokenizer& tok = *engine_->tokenizer();
-    const std::string& tmpl = tok.spec().chat_template;
+    const std::string& tmpl = Template();
     if (tmpl.empty()) return FailedPrecondition("the model has no chat template (tokenizer.chat_template)");
     ordered_json ctx = {{"messages", MessagesJson(in.messages)}, {"add_generation_prompt", in.add_generation_prompt},
                         {"bos_token", tok.bos() >= 0 ? std::string(tok.TokenToPiece(tok.bos(), true)) : ""},
@@ -402,6 +410,7 @@ class EngineBackend final : public InferenceBackend {
   std::shared_ptr<const grammar::Vocabulary> vocab_ GUARDED_BY(vocab_mu_);
   std::unique_ptr<BatchRunner> runner_;
   std::unique_ptr<BatchedSession> batched_;
+  std::string template_override_;  // --chat-template-file; "" = the model's own
 };
 
 std::unique_ptr<Admission> EngineBackend::TryAdmit(const GenerationRequest& req) {
@@ -456,6 +465,7 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Load(options.model_path, [&] {
     EngineOptions eo;
     eo.threads = options.threads;
+    eo.n_ctx = options.ctx_size;  // 0: the engine's default
     return eo;
   }()));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
@@ -525,8 +535,16 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   }
   std::string id = options.model_alias.empty() ? std::filesystem::path(options.model_path).stem().string()
                                                : options.model_alias;
-  return std::unique_ptr<InferenceBackend>(
-      new EngineBackend(std::move(engine), std::move(tiers), std::move(id), options.ssd_flush_timeout_s, batch));
+  auto backend =
+      std::make_unique<EngineBackend>(std::move(engine), std::move(tiers), std::move(id), options.ssd_flush_timeout_s, batch);
+  if (!options.chat_template_file.empty()) {
+    std::ifstream in(options.chat_template_file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) return IoError("cannot read --chat-template-file " + options.chat_template_file);
+    if (text.empty()) return InvalidArgument("--chat-template-file " + options.chat_template_file + " is empty or unreadable");
+    backend->set_chat_template(std::move(text));
+  }
+  return std::unique_ptr<InferenceBackend>(std::move(backend));
 }
 
 }  // namespace ember::server

@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include "server/http_transport.h"
+#include "server/llama_metrics.h"
 #include "server/sse_writer.h"
 
 namespace ember::server {
@@ -83,7 +84,7 @@ HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, E
   ctx_.started_at = ctx_.SteadySeconds();
   ctx_.model_id = options_.model_alias.empty() ? backend_->model_id() : options_.model_alias;
   DefineMetrics();
-  for (auto* family : {&OpenAIRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes}) {
+  for (auto* family : {&OpenAIRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes, &LlamaRoutes}) {
     for (Route& r : (*family)(ctx_)) routes_.push_back(std::move(r));
   }
   InstallHooks();
@@ -109,6 +110,7 @@ void HttpServer::DefineMetrics() {
   metrics_.DefineGauge("ember_lane_busy", "1 while the lane runs a generation");
   metrics_.DefineCounter("ember_lane_completed_total", "generations the lane ran to their end");
   metrics_.DefineGauge("ember_uptime_seconds", "seconds since the server started");
+  DefineLlamaMetrics(metrics_);
 }
 
 void HttpServer::Dispatch(const Route& route, const httplib::Request& req, httplib::Response& res) {
@@ -123,6 +125,14 @@ void HttpServer::Dispatch(const Route& route, const httplib::Request& req, httpl
     // Last line of defence: nothing a client sends may take the process down.
     RenderError(res, {500, "api_error", std::string("internal error: ") + e.what(), ""}, route.flavor);
   }
+}
+
+std::string HttpServer::AllowedMethods(const std::string& path) const {
+  std::string methods;
+  for (const Route& r : routes_) {
+    if (r.path == path) methods += (methods.empty() ? "" : ", ") + r.method;
+  }
+  return methods;
 }
 
 const Route* HttpServer::FindRoute(const std::string& method, const std::string& path) const {
@@ -144,6 +154,10 @@ std::optional<ApiError> HttpServer::Refusal(const httplib::Request& req, BodyFra
   }
   if (req.method == "OPTIONS") return std::nullopt;  // a CORS preflight, answered by Screen
   const Route* route = FindRoute(req.method == "HEAD" ? "GET" : req.method, req.path);
+  if (route == nullptr && !AllowedMethods(req.path).empty()) {
+    return ApiError{405, "invalid_request_error",
+                    req.method + " " + req.path + " is not allowed; use " + AllowedMethods(req.path), ""};
+  }
   if (route == nullptr) return NotFoundError("no route for " + req.method + " " + req.path);
   if (!framing->has_body || route->method != "POST") return std::nullopt;
   if (framing->content_length > options_.max_body_bytes) {
@@ -176,6 +190,7 @@ bool HttpServer::Screen(const httplib::Request& req, httplib::Response& res) {
   if (refusal || (framing.has_body && req.method != "POST")) TransportServer::CloseAfterResponse();
   if (refusal) {
     RenderError(res, *refusal, FlavorForPath(req.path));
+    if (refusal->http_status == 405) res.set_header("Allow", AllowedMethods(req.path));
     return true;
   }
   if (req.method != "OPTIONS") return false;

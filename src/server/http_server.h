@@ -44,6 +44,8 @@ class HttpServer {
   void DefineMetrics();
   void Dispatch(const Route& route, const httplib::Request& req, httplib::Response& res);
   const Route* FindRoute(const std::string& method, const std::string& path) const;
+  // The methods `path` is served with ("GET", "POST"), "" when it is no route: a 405 names them.
+  std::string AllowedMethods(const std::string& path) const;
   // What can be refused from the request line and headers alone, before a body byte is read.
   std::optional<ApiError> Refusal(const httplib::Request& req, BodyFraming* framing) const;
   // Pre-routing: timing, CORS headers and preflights, Refusal. True when the request was answered.

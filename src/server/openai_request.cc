@@ -98,6 +98,7 @@ ChatMessage ReadMessage(const json& msg, size_t i, FieldReader& r) {
   if (const json* content = f.Any("content")) m.content = ReadContent(*content, path + ".content", f);
   f.String("name", &m.name);
   f.String("tool_call_id", &m.tool_call_id);
+  f.String("reasoning_content", &m.reasoning_content);  // llama-server's name for an earlier turn's reasoning
   if (const json* calls = f.Array("tool_calls")) ReadToolCalls(*calls, path + ".tool_calls", f, &m);
   return m;
 }

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "server/completion_flow.h"
+#include "server/llama_response.h"
 #include "server/routes.h"
 #include "server/sse_writer.h"
 
@@ -44,7 +45,11 @@ void StreamChat(StreamState& s, SseWriter& w) {
   if (!r.output.parsed.tool_calls.empty()) {
     chunk({{"tool_calls", OpenAIToolCalls(r.output.parsed.tool_calls, true)}}, "", nullptr);
   }
-  chunk(json::object(), OpenAIFinishReason(r.output), nullptr);
+  // The finish chunk carries llama-server's `timings` (its clients read them there).
+  json finish = ChatChunkJson(s.meta, json::object(), OpenAIFinishReason(r.output), nullptr);
+  if (usage) finish["usage"] = nullptr;
+  finish["timings"] = LlamaTimingsJson(r.output.result);
+  w.Data(finish);
   if (usage) w.Data(UsageChunkJson(s.meta, "chat.completion.chunk", r.output.result));
   w.Done();
 }
@@ -65,7 +70,10 @@ void StreamText(StreamState& s, SseWriter& w) {
   if (!r.status.ok()) {
     w.Data(ErrorBody(FromStatus(r.status), ApiFlavor::kOpenAI));
   } else {
-    chunk("", OpenAIFinishReason(r.output), nullptr);
+    json finish = TextChunkJson(s.meta, "", OpenAIFinishReason(r.output), nullptr);
+    if (usage) finish["usage"] = nullptr;
+    finish["timings"] = LlamaTimingsJson(r.output.result);
+    w.Data(finish);
     if (usage) w.Data(UsageChunkJson(s.meta, "text_completion", r.output.result));
   }
   w.Done();
@@ -96,8 +104,10 @@ std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Requ
   PumpResult r = PumpJob(ctx, *state->job, state->req, nullptr, nullptr, state->meta.id + "-call-");
   RecordGeneration(ctx, state->route, r);
   if (!r.status.ok()) return FromStatus(r.status);
-  SetJson(res, chat ? ChatCompletionJson(state->meta, r.output, state->req.logprobs)
-                    : TextCompletionJson(state->meta, r.output, state->req.logprobs));
+  json reply = chat ? ChatCompletionJson(state->meta, r.output, state->req.logprobs)
+                    : TextCompletionJson(state->meta, r.output, state->req.logprobs);
+  reply["timings"] = LlamaTimingsJson(r.output.result);  // llama-server's extra field
+  SetJson(res, reply);
   return std::nullopt;
 }
 
@@ -107,6 +117,9 @@ std::vector<Route> OpenAIRoutes(ServerContext& ctx) {
   ServerContext* c = &ctx;
   return {
       {"POST", "/v1/chat/completions", ApiFlavor::kOpenAI, true,
+       [c](const httplib::Request& q, httplib::Response& s) { return HandleGeneration(*c, q, s, ApiKind::kChat); }},
+      // llama-server's unversioned alias (its clients use both).
+      {"POST", "/chat/completions", ApiFlavor::kOpenAI, true,
        [c](const httplib::Request& q, httplib::Response& s) { return HandleGeneration(*c, q, s, ApiKind::kChat); }},
       {"POST", "/v1/completions", ApiFlavor::kOpenAI, true,
        [c](const httplib::Request& q, httplib::Response& s) {

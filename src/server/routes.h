@@ -33,7 +33,8 @@ bool RouteMatches(const Route& route, const std::string& path);
 
 std::vector<Route> OpenAIRoutes(ServerContext& ctx);     // /v1/chat/completions, /v1/completions, /v1/models
 std::vector<Route> AnthropicRoutes(ServerContext& ctx);  // /v1/messages, /v1/messages/count_tokens
-std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /tokenize, ...
+std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /admin/cache/flush
+std::vector<Route> LlamaRoutes(ServerContext& ctx);      // llama-server's: /completion, /tokenize, /props, ...
 // POST /v1/responses, GET and DELETE /v1/responses/{id}; owns the response store (response_store.h).
 std::vector<Route> ResponsesRoutes(ServerContext& ctx);
 

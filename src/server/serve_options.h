@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,16 @@ struct ServeOptions {
   // when ssd_cache_dir is set; RAM only otherwise.
   size_t responses_store_bytes = size_t{256} << 20;
   double responses_ttl_s = 30 * 24 * 3600.0;
+  // llama-server compatibility (docs/llama-server-compat.md).
+  int64_t ctx_size = 0;                    // positions per sequence (--ctx-size); 0: the model's, <= 32768
+  int32_t n_predict = -1;                  // default max tokens when a request names none (-1: the context)
+  float default_temperature = 0.8f;        // /completion's default temperature (--temp)
+  std::optional<uint64_t> default_seed;    // /completion's default seed (--seed); absent: fresh per request
+  bool metrics_endpoint = true;            // false (--no-metrics): GET /metrics answers 501
+  bool slots_endpoint = true;              // false (--no-slots): GET /slots answers 501
+  std::vector<std::string> model_aliases;  // --alias a,b,c (sorted; model_alias is the first); GET /models
+  std::vector<std::string> model_tags;     // --tags x,y; GET /models
+  std::string chat_template_file;          // a Jinja chat template used instead of the model's; "" = the model's
 };
 
 inline constexpr int kMaxParallel = 64;

@@ -259,10 +259,10 @@ TEST_F(TransportTest, FramingThatCannotBeTrustedIsRefused) {
       "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
       "Content-Length: 999999999\r\nExpect: 100-continue\r\n\r\n");
   EXPECT_EQ(Status(expect), 413) << expect;
-  // A body sent to a method or path ember does not serve is never read.
+  // A body sent to a method or path ember does not serve is never read (a served path's other method: 405).
   const std::string put = Exchange(
       "PUT /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n");
-  EXPECT_EQ(Status(put), 404) << put;
+  EXPECT_EQ(Status(put), 405) << put;
 }
 
 TEST_F(TransportTest, SlowClientsGet408) {
