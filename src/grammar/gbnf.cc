@@ -443,7 +443,7 @@ Status Parser::ParseRule() {
 StatusOr<std::shared_ptr<const Grammar>> Parser::Run(std::string_view root) {
   if (text_.size() > limits_.max_bytes) {
     return InvalidArgument("grammar: " + std::to_string(text_.size()) + " bytes, above the limit of " +
-                           std::to_string(limits_.max_bytes) + " (max_bytes)");
+                           std::to_string(limits_.max_bytes) + " (limit max_bytes)");
   }
   SkipSpace();
   if (AtEnd()) return Error(pos_, "empty grammar (no rules)");
