@@ -8,6 +8,7 @@
 #include "engine/engine.h"
 #include "engine/grammar_vocabulary.h"
 #include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 #include "grammar/grammar_matcher.h"
 #include "tokenizer/tokenizer.h"
 #include "util/stopwatch.h"
@@ -76,9 +77,8 @@ StatusOr<json> MeasureDecode(const GrammarBenchConfig& c, std::shared_ptr<const 
   if (c.grammar_file.empty()) {
     // A stream of objects, with end-of-generation banned in both runs: the constrained run then lasts
     // the whole token budget like the free one, instead of stopping at the first complete object.
-    std::string stream = BenchJsonGrammar();
-    stream.replace(0, stream.find('\n'), "root ::= object+");
-    EMBER_ASSIGN_OR_RETURN(g, grammar::ParseGbnf(stream));
+    const std::string stream = BenchJsonGrammar() + "\nbench-stream ::= root+\n";
+    EMBER_ASSIGN_OR_RETURN(g, grammar::ParseGbnf(stream, "bench-stream"));
   }
   EngineOptions eo;
   eo.threads = c.threads;
@@ -115,16 +115,8 @@ StatusOr<json> MeasureDecode(const GrammarBenchConfig& c, std::shared_ptr<const 
 
 }  // namespace
 
-const char* BenchJsonGrammar() {
-  return R"(root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null") ws
-object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
-array  ::= "[" ws ( value ("," ws value)* )? "]" ws
-string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
-ws ::= | " " | "\n" [ \t]{0,20}
-)";
-}
+// The json_object grammar of response_format (any JSON object, bounded whitespace and nesting).
+std::string BenchJsonGrammar() { return grammar::AnyJsonObjectGbnf(); }
 
 StatusOr<json> RunGrammarBench(const GrammarBenchConfig& c) {
   std::string text = BenchJsonGrammar();

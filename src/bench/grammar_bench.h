@@ -26,8 +26,8 @@ struct GrammarBenchConfig {
   int threads = 0;                  // engine threads; 0: physical cores
 };
 
-// The built-in grammar: JSON objects (llama.cpp's json.gbnf shape).
-const char* BenchJsonGrammar();
+// The built-in grammar: response_format json_object's (grammar::AnyJsonObjectGbnf).
+std::string BenchJsonGrammar();
 
 StatusOr<nlohmann::json> RunGrammarBench(const GrammarBenchConfig& config);
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 
 namespace ember::grammar {
 namespace {
@@ -92,15 +93,7 @@ ws ::= " "?
 }
 
 TEST(GbnfMatch, JsonGrammar) {
-  auto g = Parse(R"(
-root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null") ws
-object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
-array  ::= "[" ws ( value ("," ws value)* )? "]" ws
-string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
-ws ::= | " " | "\n" [ \t]{0,20}
-)");
+  auto g = Parse(AnyJsonObjectGbnf());  // the json_object grammar of response_format
   EXPECT_TRUE(Matches(*g, R"({"a": [1, 2.5, "x\n\u00e9"], "b": {"c": null}, "d": true})"));
   EXPECT_FALSE(Matches(*g, R"({"a": })"));
   EXPECT_TRUE(IsPrefix(*g, R"({"a": [1, 2.5, "x)"));
