@@ -18,8 +18,6 @@ using nlohmann::json;
 constexpr const char* kToolErrorPrefix = "Error: ";
 constexpr size_t kMaxUserIdBytes = 256;  // Anthropic's limit on metadata.user_id
 
-std::string Index(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
-
 // A {"type":"text","text":...} block's text; anything else fails with `what` at the block's path.
 std::string TextBlock(const json& b, const std::string& p, const char* what, FieldReader& r) {
   FieldReader f = r.Child(b, p);
@@ -41,7 +39,7 @@ std::string ToolResultText(const json& content, const std::string& path, FieldRe
     return text;
   }
   for (size_t i = 0; i < content.size() && r.ok(); ++i) {
-    text += TextBlock(content[i], Index(path, i), "may only hold text blocks", r);
+    text += TextBlock(content[i], IndexPath(path, i), "may only hold text blocks", r);
   }
   return text;
 }
@@ -53,7 +51,7 @@ void ReadBlocks(const json& blocks, const std::string& path, const std::string& 
   ChatMessage turn;
   turn.role = role;
   for (size_t i = 0; i < blocks.size() && r.ok(); ++i) {
-    const std::string p = Index(path, i);
+    const std::string p = IndexPath(path, i);
     FieldReader b = r.Child(blocks[i], p);
     std::string type;
     b.String("type", &type);
@@ -107,7 +105,7 @@ void ReadMessages(FieldReader& r, std::vector<ChatMessage>* out) {
     return r.Fail("messages", "'messages' is required and must be a non-empty array");
   }
   for (size_t i = 0; messages != nullptr && i < messages->size() && r.ok(); ++i) {
-    const std::string p = Index("messages", i);
+    const std::string p = IndexPath("messages", i);
     FieldReader m = r.Child((*messages)[i], p);
     std::string role;
     m.String("role", &role);
@@ -134,7 +132,7 @@ void ReadSystem(FieldReader& r, std::vector<ChatMessage>* out) {
     text = system->get<std::string>();
   } else if (system->is_array()) {
     for (size_t i = 0; i < system->size() && r.ok(); ++i) {
-      text += TextBlock((*system)[i], Index("system", i), "must be a text block", r);
+      text += TextBlock((*system)[i], IndexPath("system", i), "must be a text block", r);
     }
   } else {
     return r.Fail("system", "'system' must be a string or an array of text blocks");
@@ -171,7 +169,7 @@ void ReadTools(FieldReader& r, CompletionRequest* out) {
   const json* tools = r.Array("tools");
   ReadToolChoice(r, out);
   for (size_t i = 0; tools != nullptr && i < tools->size() && r.ok(); ++i) {
-    const std::string p = Index("tools", i);
+    const std::string p = IndexPath("tools", i);
     FieldReader t = r.Child((*tools)[i], p);
     ToolSpec spec;
     t.String("name", &spec.name);

@@ -15,8 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Index(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
-
 // Content is a string or an array of parts; text parts are concatenated (the model sees one string).
 std::string ReadContent(const json& content, const std::string& path, FieldReader& r) {
   if (content.is_string()) return content.get<std::string>();
@@ -27,7 +25,7 @@ std::string ReadContent(const json& content, const std::string& path, FieldReade
   std::string text;
   for (size_t i = 0; i < content.size() && r.ok(); ++i) {
     const json& part = content[i];
-    const std::string p = Index(path, i);
+    const std::string p = IndexPath(path, i);
     if (part.is_string()) {
       text += part.get<std::string>();
       continue;
@@ -45,30 +43,9 @@ std::string ReadContent(const json& content, const std::string& path, FieldReade
   return text;
 }
 
-// `arguments` is a JSON string by the spec; some clients send the object itself. A string that is JSON
-// nested deeper than kMaxJsonDepth is refused here, because the template would be handed the parsed
-// value; a string that is not JSON at all stays text (models emit such arguments, and clients send the
-// model's turn back as it was).
-void ReadArguments(FieldReader& f, std::string* out) {
-  const json* args = f.Any("arguments");
-  if (args == nullptr) return;
-  const std::string param = f.Path("arguments");
-  if (args->is_object()) {
-    *out = args->dump();
-  } else if (args->is_string()) {
-    StatusOr<json> parsed = ParseJsonLimited(args->get_ref<const std::string&>());
-    if (parsed.status().code() == StatusCode::kResourceExhausted) {
-      return f.Fail(param, "'" + param + "': " + parsed.status().message());
-    }
-    *out = args->get<std::string>();
-  } else {
-    f.Fail(param, "'" + param + "' must be a string of JSON (or an object)");
-  }
-}
-
 void ReadToolCalls(const json& calls, const std::string& path, FieldReader& r, ChatMessage* m) {
   for (size_t i = 0; i < calls.size() && r.ok(); ++i) {
-    const std::string p = Index(path, i);
+    const std::string p = IndexPath(path, i);
     FieldReader call = r.Child(calls[i], p);
     ToolCall tc;
     std::string type = "function";
@@ -80,14 +57,14 @@ void ReadToolCalls(const json& calls, const std::string& path, FieldReader& r, C
     if (fn != nullptr) {
       FieldReader f = r.Child(*fn, p + ".function");
       f.String("name", &tc.name);
-      ReadArguments(f, &tc.arguments_json);
+      ReadArgumentsText(f, false, &tc.arguments_json);
     }
     m->tool_calls.push_back(std::move(tc));
   }
 }
 
 ChatMessage ReadMessage(const json& msg, size_t i, FieldReader& r) {
-  const std::string path = Index("messages", i);
+  const std::string path = IndexPath("messages", i);
   ChatMessage m;
   FieldReader f = r.Child(msg, path);
   f.String("role", &m.role);
@@ -143,7 +120,7 @@ void ReadTools(FieldReader& r, CompletionRequest* out) {
   ReadToolChoice(r, out);
   r.Bool("parallel_tool_calls", &out->parallel_tool_calls);
   for (size_t i = 0; tools != nullptr && i < tools->size() && r.ok(); ++i) {
-    const std::string p = Index("tools", i);
+    const std::string p = IndexPath("tools", i);
     FieldReader t = r.Child((*tools)[i], p);
     std::string type = "function";
     t.String("type", &type);

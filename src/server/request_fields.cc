@@ -1,5 +1,7 @@
 #include "server/request_fields.h"
 
+#include "server/json_input.h"
+
 namespace ember::server {
 
 using nlohmann::json;
@@ -136,5 +138,27 @@ const json* FieldReader::Array(const char* key) {
 }
 
 const json* FieldReader::Any(const char* key) { return Get(key); }
+
+std::string IndexPath(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
+
+void ReadArgumentsText(FieldReader& f, bool required, std::string* out) {
+  const json* args = f.Any("arguments");
+  const std::string param = f.Path("arguments");
+  if (args == nullptr) {
+    if (required) f.Fail(param, "'" + param + "' is required");
+    return;
+  }
+  if (args->is_object()) {
+    *out = args->dump();
+  } else if (args->is_string()) {
+    StatusOr<json> parsed = ParseJsonLimited(args->get_ref<const std::string&>());
+    if (parsed.status().code() == StatusCode::kResourceExhausted) {
+      return f.Fail(param, "'" + param + "': " + parsed.status().message());
+    }
+    *out = args->get<std::string>();
+  } else {
+    f.Fail(param, "'" + param + "' must be a string of JSON (or an object)");
+  }
+}
 
 }  // namespace ember::server

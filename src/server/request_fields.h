@@ -55,4 +55,13 @@ class FieldReader {
   std::optional<ApiError>* error_;
 };
 
+// "base[i]": the path of an array element in error messages.
+std::string IndexPath(const std::string& base, size_t i);
+
+// A tool call's `arguments` into *out as JSON text: a string (kept as sent: a model's arguments need not
+// be JSON, and clients send the model's turn back as it was) or an object (dumped). A string holding JSON
+// nested deeper than kMaxJsonDepth is refused, because the template is handed the parsed value.
+// Absent: a 400 when `required`, else *out is left as it is.
+void ReadArgumentsText(FieldReader& f, bool required, std::string* out);
+
 }  // namespace ember::server

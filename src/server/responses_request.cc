@@ -14,8 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Index(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
-
 // Content: a string or a list of parts; input_text and output_text parts are concatenated (the model sees
 // one string). Images, files and audio are refused naming the part.
 std::string ReadContent(const json& content, const std::string& path, FieldReader& r) {
@@ -26,7 +24,7 @@ std::string ReadContent(const json& content, const std::string& path, FieldReade
   }
   std::string text;
   for (size_t i = 0; i < content.size() && r.ok(); ++i) {
-    const std::string p = Index(path, i);
+    const std::string p = IndexPath(path, i);
     FieldReader f = r.Child(content[i], p);
     std::string type, piece;
     f.String("type", &type);
@@ -41,31 +39,13 @@ std::string ReadContent(const json& content, const std::string& path, FieldReade
   return text;
 }
 
-// `arguments` is JSON text; a string nested deeper than kMaxJsonDepth is refused because the template is
-// handed the parsed value. Text that is not JSON stays text (clients send the model's turn back as it was).
-void ReadArguments(FieldReader& f, std::string* out) {
-  const json* args = f.Any("arguments");
-  const std::string param = f.Path("arguments");
-  if (args == nullptr) return f.Fail(param, "'" + param + "' is required");
-  if (args->is_object()) {
-    *out = args->dump();
-    return;
-  }
-  if (!args->is_string()) return f.Fail(param, "'" + param + "' must be a string of JSON");
-  StatusOr<json> parsed = ParseJsonLimited(args->get_ref<const std::string&>());
-  if (parsed.status().code() == StatusCode::kResourceExhausted) {
-    return f.Fail(param, "'" + param + "': " + parsed.status().message());
-  }
-  *out = args->get<std::string>();
-}
-
 void RequireString(FieldReader& f, const char* key, std::string* out) {
   f.String(key, out);
   if (f.ok() && out->empty()) f.Fail(f.Path(key), "'" + f.Path(key) + "' is required");
 }
 
 void ReadItem(const json& item, size_t i, FieldReader& r, std::vector<ChatMessage>* out) {
-  const std::string path = Index("input", i);
+  const std::string path = IndexPath("input", i);
   FieldReader f = r.Child(item, path);
   std::string type;
   f.String("type", &type);
@@ -87,7 +67,7 @@ void ReadItem(const json& item, size_t i, FieldReader& r, std::vector<ChatMessag
     ToolCall call;
     RequireString(f, "call_id", &call.id);
     RequireString(f, "name", &call.name);
-    ReadArguments(f, &call.arguments_json);
+    ReadArgumentsText(f, true, &call.arguments_json);
     if (!f.ok()) return;
     // Parallel calls arrive as consecutive items: one assistant turn, as the model produced them.
     if (out->empty() || out->back().role != "assistant") {
@@ -128,7 +108,7 @@ void ReadTools(FieldReader& r, ResponsesRequest* out) {
   const json* tools = r.Array("tools");
   if (tools == nullptr) return;
   for (size_t i = 0; i < tools->size() && r.ok(); ++i) {
-    const std::string p = Index("tools", i);
+    const std::string p = IndexPath("tools", i);
     FieldReader t = r.Child((*tools)[i], p);
     std::string type;
     t.String("type", &type);
