@@ -15,6 +15,9 @@
 #include "grammar/utf8.h"
 
 namespace ember::grammar {
+
+constexpr int kMaxStackedOperators = 3;  // x?+* is already more than any real grammar needs
+
 namespace {
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
@@ -350,10 +353,17 @@ Status Parser::ParseSequence(std::vector<SourceElement>& out, size_t depth) {
       const bool printable = c >= 0x20 && c < 0x7f;
       return Error(atom_pos, printable ? std::string("unexpected '") + c + "'" : "unexpected character");
     }
-    // Postfix operators bind to the atom just parsed (a whole literal counts as one atom).
+    // Postfix operators bind to the atom just parsed (a whole literal counts as one atom). Stacked
+    // repetitions of something that can be empty nest nullable loops, whose matcher states grow
+    // exponentially with the depth (gbnf_fuzz found `("a"?)+++...+`), so a few are allowed, not more.
+    int stacked = 0;
     while (true) {
       SkipSpace();
       const char op = Peek();
+      if ((op == '*' || op == '+' || op == '?' || op == '{') && ++stacked > kMaxStackedOperators) {
+        return Error(pos_, "more than " + std::to_string(kMaxStackedOperators) +
+                               " repetition operators on one atom (group them instead)");
+      }
       if (op == '*') {
         ++pos_;
         EMBER_RETURN_IF_ERROR(ParseRepeat(out, atom_begin, atom_pos, 0, UINT32_MAX));
