@@ -8,6 +8,7 @@
 
 #include "kernels/act_quant.h"
 #include "kernels/dot_kernels.h"
+#include "kernels/gemm_kernels.h"
 
 namespace ember::kernels {
 namespace {
@@ -27,10 +28,30 @@ bool Supported(GgmlType t) {
 // and a token tile stays in L1 while it meets every row of the block.
 constexpr int64_t kRowBlock = 16;
 
-// Runs fn over rows [o0, o1) x all tokens. Each (t, o) goes through exactly one fn call whose tile
-// composition cannot change its result (dot_kernels.h), so the blocking is free to vary.
-void RowRange(DotFn fn, const WeightView& w, const ActBatch& acts, int64_t n_tok, int64_t o0,
+// A row kernel and, where the weight type has one, the multi-row kernel; both compute every
+// (t, o) with the same operation sequence, so which one serves a pair is only a speed choice.
+struct Kernels {
+  DotFn dot = nullptr;
+  GemmFn gemm = nullptr;
+};
+
+// Runs the kernels over rows [o0, o1) x all tokens. Each (t, o) goes through exactly one kernel call
+// whose tile composition cannot change its result (dot_kernels.h, gemm_kernels.h), so the blocking
+// is free to vary.
+void RowRange(const Kernels& k, const WeightView& w, const ActBatch& acts, int64_t n_tok, int64_t o0,
               int64_t o1, float* y) {
+  if (k.gemm != nullptr && n_tok >= 2) {
+    ActRow tile[kGemmMaxTile];
+    for (; o0 + kGemmRows <= o1; o0 += kGemmRows) {
+      const uint8_t* rows = w.data + o0 * w.row_bytes;
+      for (int64_t t = 0; t < n_tok; t += kGemmMaxTile) {
+        const int n = static_cast<int>(std::min<int64_t>(kGemmMaxTile, n_tok - t));
+        for (int j = 0; j < n; ++j) tile[j] = acts.Row(t + j);
+        k.gemm(rows, w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o0, w.n_out);
+      }
+    }
+    if (o0 >= o1) return;
+  }
   ActRow tile[kMaxTile];
   for (int64_t ob = o0; ob < o1; ob += kRowBlock) {
     const int64_t oe = std::min(o1, ob + kRowBlock);
@@ -38,7 +59,7 @@ void RowRange(DotFn fn, const WeightView& w, const ActBatch& acts, int64_t n_tok
       const int n = static_cast<int>(std::min<int64_t>(kMaxTile, n_tok - t));
       for (int j = 0; j < n; ++j) tile[j] = acts.Row(t + j);
       for (int64_t o = ob; o < oe; ++o) {
-        fn(w.data + o * w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o, w.n_out);
+        k.dot(w.data + o * w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o, w.n_out);
       }
     }
   }
@@ -64,8 +85,14 @@ KernelTier Ceiling() {
   return c;
 }
 
-// The one place MatMul and MatMulShared choose a kernel.
-DotFn PickDotFn(GgmlType type) { return SelectDotFn(type, Ceiling()); }
+// The one place MatMul and MatMulShared choose kernels. The GEMM kernels are AVX2 code, used under an
+// avx2 or avx512 ceiling (bitwise equal to every tier's row kernel, so mixing them is safe).
+Kernels PickKernels(GgmlType type) {
+  Kernels k;
+  k.dot = SelectDotFn(type, Ceiling());
+  if (Ceiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
+  return k;
+}
 
 // The activation buffer is reused across calls (owner thread only, like the pool) so steady-state
 // decode does not allocate.
@@ -140,10 +167,10 @@ void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_to
     for (int i = 0; i < count; ++i) MatMul(*outs[i].w, x, n_tok, outs[i].y, pool);
     return;
   }
-  DotFn fns[kMaxShared];
+  Kernels fns[kMaxShared];
   int64_t first_row[kMaxShared + 1] = {0};  // outs[i] owns global rows [first_row[i], first_row[i+1])
   for (int i = 0; i < count; ++i) {
-    fns[i] = PickDotFn(outs[i].w->type);
+    fns[i] = PickKernels(outs[i].w->type);
     first_row[i + 1] = first_row[i] + outs[i].w->n_out;
   }
   ActBatch& acts = ScratchActs();
