@@ -14,10 +14,12 @@ void Automaton::Clear() {
   states_.clear();
   state_ids_.clear();
   trans_.clear();
+  over_budget_ = false;
+  total_work_ = 0;
   State st;
-  visited_.clear();
+  BeginState();
   for (uint32_t alt : g_.rules[g_.root]) Expand(alt, -1, &st.frames, &st.accept);
-  start_ = InternState(std::move(st));
+  start_ = cut_ ? Cut() : InternState(std::move(st));
 }
 
 int32_t Automaton::InternFrame(uint32_t pos, int32_t parent) {
@@ -27,10 +29,21 @@ int32_t Automaton::InternFrame(uint32_t pos, int32_t parent) {
   return it->second;
 }
 
+void Automaton::BeginState() {
+  visited_.clear();
+  work_ = 0;
+  cut_ = false;
+}
+
+int32_t Automaton::Cut() {
+  over_budget_ = true;
+  return kDead;
+}
+
 int32_t Automaton::InternState(State st) {
   std::sort(st.frames.begin(), st.frames.end());
   st.frames.erase(std::unique(st.frames.begin(), st.frames.end()), st.frames.end());
-  if (st.frames.size() > kMaxStacks) return kDead;
+  if (st.frames.size() > kMaxStacks) return Cut();
   if (st.frames.empty() && !st.accept) return kDead;
   std::string key;
   key.reserve(st.frames.size() * 4 + 8);
@@ -48,21 +61,27 @@ int32_t Automaton::InternState(State st) {
 }
 
 void Automaton::Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, bool* accept) {
-  work_.clear();
-  work_.emplace_back(pos, parent);
-  while (!work_.empty()) {
-    const auto [p, par] = work_.back();
-    work_.pop_back();
+  if (cut_) return;
+  todo_.clear();
+  todo_.emplace_back(pos, parent);
+  while (!todo_.empty()) {
+    const auto [p, par] = todo_.back();
+    todo_.pop_back();
     // The same (position, return frame) always expands to the same stacks: once is enough. This also
     // ends the cycles of nullable tail calls (("a"?)*), which grammar_checks allows.
     if (!visited_.insert((uint64_t{p} << 32) | static_cast<uint32_t>(par)).second) continue;
+    ++total_work_;
+    if (++work_ > g_.max_state_work) {
+      cut_ = true;
+      return;
+    }
     const Element& e = g_.elements[p];
     switch (e.kind) {
       case ElementKind::kEnd:
         if (par < 0) {
           *accept = true;
         } else {
-          work_.emplace_back(frames_[par].pos, frames_[par].parent);
+          todo_.emplace_back(frames_[par].pos, frames_[par].parent);
         }
         break;
       case ElementKind::kChars:
@@ -70,7 +89,7 @@ void Automaton::Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, 
         break;
       case ElementKind::kRule: {
         const int32_t ret = g_.elements[p + 1].kind == ElementKind::kEnd ? par : InternFrame(p + 1, par);
-        for (uint32_t alt : g_.rules[e.arg]) work_.emplace_back(alt, ret);
+        for (uint32_t alt : g_.rules[e.arg]) todo_.emplace_back(alt, ret);
         break;
       }
     }
@@ -79,11 +98,11 @@ void Automaton::Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, 
 
 int32_t Automaton::Advance(const State& from, uint32_t cp) {
   State st;
-  visited_.clear();
+  BeginState();
   for (int32_t f : from.frames) {
     const Frame fr = frames_[f];
     if (g_.classes[g_.elements[fr.pos].arg].Contains(cp)) Expand(fr.pos + 1, fr.parent, &st.frames, &st.accept);
-    if (st.frames.size() > kMaxStacks * 4) return kDead;
+    if (cut_ || st.frames.size() > kMaxStacks * 4) return Cut();
   }
   return InternState(std::move(st));
 }
@@ -132,6 +151,7 @@ int32_t Automaton::Compute(int32_t s, uint8_t b) {
 
 StateSnapshot Automaton::Export(int32_t s) const {
   StateSnapshot snap;
+  if (s == kDead) return snap;  // imports as dead again
   const State& st = states_[s];
   snap.accept = st.accept;
   snap.pending = st.pending;

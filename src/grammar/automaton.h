@@ -9,6 +9,9 @@
 // and a long JSON string keeps revisiting the same state.
 //
 // Sizes grow only with the text walked; the owner (GrammarMatcher) bounds them with Clear() + Import().
+// Time is bounded per state: building one state may expand at most Grammar::max_state_work (position,
+// return frame) pairs and keep at most kMaxStacks stacks; a state past either is dead and the automaton
+// remembers that it was cut off (over_budget), so a refusal can name the limit instead of blaming the text.
 // Not thread-safe: one sequence's.
 #pragma once
 
@@ -40,13 +43,18 @@ class Automaton {
 
   int32_t start() const { return start_; }
   int32_t Next(int32_t s, uint8_t b) {
+    if (s == kDead) return kDead;  // the start itself may be dead (over budget)
     const int32_t t = trans_[static_cast<size_t>(s) * 256 + b];
     return t != kUnknown ? t : Compute(s, b);
   }
   // The text so far is a sentence (and not inside a UTF-8 character).
-  bool Complete(int32_t s) const { return states_[s].accept; }
+  bool Complete(int32_t s) const { return s != kDead && states_[s].accept; }
   // Complete, and no stack can read anything more: only the end can follow.
-  bool OnlyEnd(int32_t s) const { return states_[s].accept && states_[s].frames.empty(); }
+  bool OnlyEnd(int32_t s) const { return s != kDead && states_[s].accept && states_[s].frames.empty(); }
+  // Some state was cut off by the work budget or kMaxStacks since construction or Clear().
+  bool over_budget() const { return over_budget_; }
+  // (position, return frame) pairs expanded since construction or Clear(), over all states.
+  uint64_t total_work() const { return total_work_; }
   size_t num_states() const { return states_.size(); }
   size_t num_frames() const { return frames_.size(); }
 
@@ -71,7 +79,10 @@ class Automaton {
   int32_t Compute(int32_t s, uint8_t b);
   int32_t InternFrame(uint32_t pos, int32_t parent);
   int32_t InternState(State st);
-  // Adds the kChars-topped stacks reachable from (pos, parent) without reading to *out.
+  void BeginState();  // a new state's budget
+  int32_t Cut();      // kDead, remembering the budget cut it off
+  // Adds the kChars-topped stacks reachable from (pos, parent) without reading to *out. Counts against
+  // the budget of the state being built (work_); once past it, stops and sets cut_.
   void Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, bool* accept);
   int32_t Advance(const State& from, uint32_t cp);
   int32_t Filter(const State& from, std::string pending, uint8_t need);
@@ -84,8 +95,12 @@ class Automaton {
   std::vector<int32_t> trans_;  // states_.size() * 256
   int32_t start_ = kDead;
   // Scratch for Expand.
-  std::vector<std::pair<uint32_t, int32_t>> work_;
+  std::vector<std::pair<uint32_t, int32_t>> todo_;
   std::unordered_set<uint64_t> visited_;
+  size_t work_ = 0;  // pairs expanded for the state being built
+  bool cut_ = false;  // ... and it went past the budget
+  bool over_budget_ = false;
+  uint64_t total_work_ = 0;
 };
 
 }  // namespace ember::grammar

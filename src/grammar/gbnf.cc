@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/automaton.h"
+#include "grammar/gbnf_rules.h"
 #include "grammar/grammar_checks.h"
 #include "grammar/grammar_impl.h"
 #include "grammar/utf8.h"
@@ -21,13 +23,6 @@ constexpr int kMaxStackedOperators = 3;  // x?+* is already more than any real g
 namespace {
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
-
-struct ParsedRule {
-  std::vector<std::vector<SourceElement>> alts;
-  size_t def_pos = 0;  // where it is defined (or, for a group / repetition, where that starts)
-  bool defined = false;
-  size_t first_ref = 0;
-};
 
 class Parser {
  public:
@@ -48,7 +43,7 @@ class Parser {
   std::string_view ScanName(size_t at) const;
   bool AtRuleStart() const;  // `name ::=` ahead
   StatusOr<uint32_t> RuleId(std::string_view name, size_t at);
-  StatusOr<uint32_t> NewRule(const std::string& name, size_t at);
+  StatusOr<uint32_t> NewRule(const std::string& name, size_t at, RuleKind kind = RuleKind::kNamed);
   Status ParseRule();
   Status ParseAlternates(uint32_t rule, size_t depth);
   Status ParseSequence(std::vector<SourceElement>& out, size_t depth);
@@ -60,6 +55,8 @@ class Parser {
   StatusOr<uint32_t> ParseCount();
   uint32_t AddClass(CharClass cls);
   Status CountElements(size_t n, size_t at);
+  Status TryFirstStates(const Grammar& g) const;
+  static constexpr uint32_t kProbeStates = 8;
 
   std::string_view text_;
   const GbnfLimits& limits_;
@@ -101,7 +98,7 @@ bool Parser::AtRuleStart() const {
   return text_.substr(p, 3) == "::=";
 }
 
-StatusOr<uint32_t> Parser::NewRule(const std::string& name, size_t at) {
+StatusOr<uint32_t> Parser::NewRule(const std::string& name, size_t at, RuleKind kind) {
   if (rules_.size() >= limits_.max_rules) {
     return Error(at, "more than " + std::to_string(limits_.max_rules) +
                          " rules (after expanding groups and repetitions; limit max_rules)");
@@ -109,6 +106,7 @@ StatusOr<uint32_t> Parser::NewRule(const std::string& name, size_t at) {
   rules_.emplace_back();
   rules_.back().def_pos = at;
   rules_.back().first_ref = at;
+  rules_.back().kind = kind;
   names_.push_back(name);
   return static_cast<uint32_t>(rules_.size() - 1);
 }
@@ -278,7 +276,7 @@ Status Parser::ParseRepeat(std::vector<SourceElement>& out, size_t atom_begin, s
   std::vector<SourceElement> atom(out.begin() + static_cast<std::ptrdiff_t>(atom_begin), out.end());
   out.resize(atom_begin);
   if (atom.size() != 1) {
-    EMBER_ASSIGN_OR_RETURN(uint32_t r, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos));
+    EMBER_ASSIGN_OR_RETURN(uint32_t r, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos, RuleKind::kGroup));
     rules_[r].alts.push_back(std::move(atom));
     rules_[r].defined = true;
     atom = {{{ElementKind::kRule, r}, atom_pos}};
@@ -287,7 +285,7 @@ Status Parser::ParseRepeat(std::vector<SourceElement>& out, size_t atom_begin, s
   EMBER_RETURN_IF_ERROR(CountElements(min, atom_pos));
   for (uint32_t i = 0; i < min; ++i) out.push_back(a);
   if (max == UINT32_MAX) {
-    EMBER_ASSIGN_OR_RETURN(uint32_t s, NewRule(names_[current_rule_] + "_star" + std::to_string(++n_synth_), atom_pos));
+    EMBER_ASSIGN_OR_RETURN(uint32_t s, NewRule(names_[current_rule_] + "_star" + std::to_string(++n_synth_), atom_pos, RuleKind::kStar));
     rules_[s].alts.push_back({a, {{ElementKind::kRule, s}, atom_pos}});
     rules_[s].alts.push_back({});
     rules_[s].defined = true;
@@ -297,7 +295,8 @@ Status Parser::ParseRepeat(std::vector<SourceElement>& out, size_t atom_begin, s
   }
   uint32_t prev = UINT32_MAX;
   for (uint32_t k = min; k < max; ++k) {
-    EMBER_ASSIGN_OR_RETURN(uint32_t o, NewRule(names_[current_rule_] + "_opt" + std::to_string(++n_synth_), atom_pos));
+    EMBER_ASSIGN_OR_RETURN(uint32_t o, NewRule(names_[current_rule_] + "_opt" + std::to_string(++n_synth_), atom_pos,
+                                                   prev == UINT32_MAX ? RuleKind::kOpt : RuleKind::kGroup));
     std::vector<SourceElement> alt = {a};
     if (prev != UINT32_MAX) alt.push_back({{ElementKind::kRule, prev}, atom_pos});
     rules_[o].alts.push_back(std::move(alt));
@@ -334,7 +333,7 @@ Status Parser::ParseSequence(std::vector<SourceElement>& out, size_t depth) {
         return Error(atom_pos, "groups nested deeper than " + std::to_string(limits_.max_nesting) + " (limit max_nesting)");
       }
       ++pos_;
-      EMBER_ASSIGN_OR_RETURN(uint32_t g, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos));
+      EMBER_ASSIGN_OR_RETURN(uint32_t g, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos, RuleKind::kGroup));
       rules_[g].defined = true;
       EMBER_RETURN_IF_ERROR(ParseAlternates(g, depth + 1));
       if (Peek() != ')') return Error(atom_pos, "unclosed '('");
@@ -353,9 +352,8 @@ Status Parser::ParseSequence(std::vector<SourceElement>& out, size_t depth) {
       const bool printable = c >= 0x20 && c < 0x7f;
       return Error(atom_pos, printable ? std::string("unexpected '") + c + "'" : "unexpected character");
     }
-    // Postfix operators bind to the atom just parsed (a whole literal counts as one atom). Stacked
-    // repetitions of something that can be empty nest nullable loops, whose matcher states grow
-    // exponentially with the depth (gbnf_fuzz found `("a"?)+++...+`), so a few are allowed, not more.
+    // Postfix operators bind to the atom just parsed (a whole literal counts as one atom). A few stacked
+    // are allowed, not more: no real grammar needs x?+*{2}..., and each costs a rule.
     int stacked = 0;
     while (true) {
       SkipSpace();
@@ -405,7 +403,8 @@ Status Parser::ParseSequence(std::vector<SourceElement>& out, size_t depth) {
         if (more == '*' || more == '+' || more == '?' || more == '{') {
           std::vector<SourceElement> copies(out.begin() + static_cast<std::ptrdiff_t>(atom_begin), out.end());
           out.resize(atom_begin);
-          EMBER_ASSIGN_OR_RETURN(uint32_t w, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos));
+          EMBER_ASSIGN_OR_RETURN(uint32_t w, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos,
+                                                             RuleKind::kGroup));
           rules_[w].alts.push_back(std::move(copies));
           rules_[w].defined = true;
           out.push_back({{ElementKind::kRule, w}, atom_pos});
@@ -468,6 +467,8 @@ StatusOr<std::shared_ptr<const Grammar>> Parser::Run(std::string_view root) {
   auto root_it = ids_.find(std::string(root));
   if (root_it == ids_.end()) return Error(0, "no rule named '" + std::string(root) + "' (the start rule)");
 
+  CollapseNullableLoops(rules_);
+
   // Flatten, keeping each element's source position for the checks' messages.
   auto g = std::make_shared<Grammar>();
   CheckInput in;
@@ -487,9 +488,37 @@ StatusOr<std::shared_ptr<const Grammar>> Parser::Run(std::string_view root) {
   g->classes = std::move(classes_);
   g->rule_names = std::move(names_);
   g->root = root_it->second;
+  g->max_state_work = limits_.max_state_work;
   in.text = text_;
   EMBER_RETURN_IF_ERROR(CheckGrammar(*g, in));
+  EMBER_RETURN_IF_ERROR(TryFirstStates(*g));
   return std::shared_ptr<const Grammar>(std::move(g));
+}
+
+// A grammar whose matcher states blow past max_state_work is refused here when its first states already
+// do (where the repetitions and ambiguous rules a hostile grammar nests usually start), so a request
+// gets a 400 instead of a generation that stops early. Later states are bounded by the same budget.
+Status Parser::TryFirstStates(const Grammar& g) const {
+  auto refuse = [&](const std::string& where) {
+    return InvalidArgument("grammar: too ambiguous to match: " + where + " needs more than " +
+                           std::to_string(limits_.max_state_work) +
+                           " parse-stack expansions (limit max_state_work; nested repetitions of "
+                           "things that can be empty, or nested rules that each call the next in several places, "
+                           "multiply them)");
+  };
+  Automaton a(g);
+  if (a.over_budget()) return refuse("the start state");
+  // Bounded in all: at most this many states' worth of work, however many bytes that covers.
+  const uint64_t total = uint64_t{kProbeStates} * limits_.max_state_work;
+  for (int b = 0; b < 0x80 && a.total_work() <= total; ++b) {
+    a.Next(a.start(), static_cast<uint8_t>(b));
+    if (a.over_budget()) {
+      const bool printable = b >= 0x20 && b < 0x7f;
+      return refuse(std::string("the state after the first character ") +
+                    (printable ? "'" + std::string(1, static_cast<char>(b)) + "'" : "0x" + std::to_string(b)));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace

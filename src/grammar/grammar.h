@@ -18,12 +18,18 @@ struct GbnfLimits {
   size_t max_nesting = 64;        // ( ( ( ... ) ) ) depth
   size_t max_repeat = 1024;       // the largest m or n of x{m,n}
   size_t max_elements = 1 << 20;  // literal characters, classes and references, after expanding repetitions
+  // Parse-stack expansions the matcher may spend building one DFA state. Ambiguous nesting (a rule whose
+  // alternatives each call the next level in a different context) multiplies the stacks of a state with
+  // every level; past this the grammar is refused when its first states already need it (ParseGbnf tries
+  // them), and otherwise the state is dead and the matcher's error names this limit.
+  size_t max_state_work = 1 << 16;
 };
 
 class Grammar;  // defined by the implementation (gbnf.cc)
 
 // Parses `text`; `root` names the start rule. InvalidArgument with the line, column and reason on bad
-// syntax, an undefined rule, left recursion, or a limit passed.
+// syntax, an undefined rule, left recursion, or a limit passed (including max_state_work, for the start
+// state and the states one byte after it).
 StatusOr<std::shared_ptr<const Grammar>> ParseGbnf(std::string_view text, std::string_view root = "root",
                                                    const GbnfLimits& limits = {});
 

@@ -44,6 +44,7 @@ class Grammar {
   std::vector<std::vector<uint32_t>> rules;  // rule id -> alternative start positions in `elements`
   std::vector<std::string> rule_names;       // for messages and dumps
   uint32_t root = 0;
+  size_t max_state_work = GbnfLimits{}.max_state_work;  // the Automaton's budget per state
 };
 
 }  // namespace ember::grammar

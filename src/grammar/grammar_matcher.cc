@@ -31,8 +31,16 @@ void GrammarMatcher::ComputeAllowed(int32_t s, std::vector<uint64_t>* bits) {
   depth_state_[0] = s;
   const size_t n = vocab_->trie_size();
   uint64_t* out = bits->data();
+  // A grammar ambiguous enough that every transition is costly could make one pass take minutes: past
+  // the budget the pass stops, and the mask holds the tokens verified so far (never one that cannot
+  // follow; at worst fewer than could).
+  const uint64_t work_end = dfa_.total_work() + kMaskWorkFactor * grammar_->max_state_work;
   for (size_t i = 0; i < n;) {
     const Vocabulary::Node& nd = nodes[i];
+    if (dfa_.total_work() > work_end) {
+      ++stats_.cut_masks;
+      break;
+    }
     const int32_t t = dfa_.Next(depth_state_[nd.depth - 1], nd.byte);
     if (t == Automaton::kDead) {
       i = nd.end;  // no token under this prefix can be read
@@ -111,7 +119,11 @@ Status GrammarMatcher::Accept(int32_t token) {
   int32_t s = state_;
   for (char c : piece) {
     s = dfa_.Next(s, static_cast<uint8_t>(c));
-    if (s == Automaton::kDead) return refuse("does not match");
+    if (s == Automaton::kDead) {
+      if (!dfa_.over_budget()) return refuse("does not match");
+      return refuse("does not match, or the grammar is too ambiguous to follow: a matcher state needed more than " +
+                    std::to_string(grammar_->max_state_work) + " parse-stack expansions (limit max_state_work)");
+    }
   }
   state_ = s;
   MaybeReset();

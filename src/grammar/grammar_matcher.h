@@ -8,7 +8,8 @@
 // cached bitset is applied to the logits (one pass over n_vocab floats).
 //
 // Memory is bounded: past kMaxStates DFA states or kMaxCachedMasks masks, the caches are dropped and the
-// current state carried over (so a hostile grammar costs time, never unbounded memory).
+// current state carried over (so a hostile grammar costs time, never unbounded memory). Time is bounded
+// too: each DFA state by the grammar's max_state_work, each trie pass by kMaskWorkFactor times that.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct MatcherStats {
   int64_t masks = 0;        // Mask calls
   int64_t mask_misses = 0;  // of which walked the trie
   int64_t resets = 0;       // caches dropped for size
+  int64_t cut_masks = 0;    // trie passes stopped by the work budget (kMaskWorkFactor)
 };
 
 class GrammarMatcher final : public TokenConstraint {
@@ -33,6 +35,8 @@ class GrammarMatcher final : public TokenConstraint {
   static constexpr size_t kMaxStates = 8192;
   static constexpr size_t kMaxFrames = size_t{1} << 20;
   static constexpr size_t kMaxCachedMasks = 64;
+  // One trie pass may expand at most this many times the grammar's max_state_work parse stacks.
+  static constexpr uint64_t kMaskWorkFactor = 64;
 
   GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
 
