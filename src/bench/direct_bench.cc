@@ -130,7 +130,41 @@ double MeasureReadBandwidth(int threads) {
   return best;
 }
 
-StatusOr<json> RunDirectBench(const DirectBenchConfig& a) {
+namespace {
+
+// One round of the peer: prefill of the prompt, decode after it, and the long prefill if asked for.
+StatusOr<RoundSpeeds> PeerRound(const DirectBenchConfig& a, const PeerChoice& peer, const LlamaBenchSettings& lb,
+                                const std::vector<int32_t>& prompt, const std::vector<int32_t>& long_prompt,
+                                int64_t tg) {
+  RoundSpeeds r;
+  const auto pp = static_cast<int64_t>(prompt.size());
+  if (peer.kind == PeerKind::kLlamaBench) {
+    EMBER_ASSIGN_OR_RETURN(LlamaBenchTest t, RunLlamaBench(peer.llama_bench, a.model, pp, 0, 0, lb));
+    r.pp = t.median_ts();
+    if (tg > 0) {
+      EMBER_ASSIGN_OR_RETURN(t, RunLlamaBench(peer.llama_bench, a.model, 0, tg, pp, lb));
+      r.tg = t.median_ts();
+    }
+    if (!long_prompt.empty()) {
+      EMBER_ASSIGN_OR_RETURN(t, RunLlamaBench(peer.llama_bench, a.model, static_cast<int64_t>(long_prompt.size()), 0, 0, lb));
+      r.long_pp = t.median_ts();
+    }
+    return r;
+  }
+  // The binding's first token comes out of prefill: tg + 1 gives tg timed decode steps.
+  EMBER_ASSIGN_OR_RETURN(json pj, RunPeerDecodeBench(a.peer, a.model, prompt, tg + 1, lb.threads, a.kv));
+  r.pp = pj.value("prefill_tok_s", 0.0);
+  r.tg = pj.value("decode_tok_s", 0.0);
+  if (!long_prompt.empty()) {
+    EMBER_ASSIGN_OR_RETURN(pj, RunPeerDecodeBench(a.peer, a.model, long_prompt, 1, lb.threads, a.kv));
+    r.long_pp = pj.value("prefill_tok_s", 0.0);
+  }
+  return r;
+}
+
+}  // namespace
+
+StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* comparison) {
   EngineOptions eo;
   eo.threads = a.threads;
   eo.ubatch = a.ubatch;
@@ -138,33 +172,77 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a) {
   eo.kv_dtype = a.kv == "f32" ? KvDtype::kF32 : KvDtype::kF16;
   if (a.kv != "f16" && a.kv != "f32") return InvalidArgument("--kv must be f16 or f32");
   if (a.pp < 1 || a.tg < 0 || a.reps < 1) return InvalidArgument("--pp >= 1, --tg >= 0, --reps >= 1");
+  if (a.long_pp < 0 || a.peer_reps < 1) return InvalidArgument("--long-pp >= 0, --peer-reps >= 1");
+  // Before loading anything: a missing native peer under --peer native is the first thing said.
+  PeerChoice peer;
+  if (a.vs_llamacpp) {
+    EMBER_ASSIGN_OR_RETURN(peer, ChoosePeer(a.peer_mode, a.llama_bench, a.build_peer_script));
+  }
   EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
   const int64_t nv = engine->model().config().n_vocab;
   std::mt19937 rng(1234);
+  auto random_ids = [&](int64_t n) {
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(nv, 32000))));
+    return ids;
+  };
   std::vector<int32_t> prompt;
   if (!a.tokens_file.empty()) {
     // --tokens-file: these exact ids (a JSON array) for ember and, through --tokens, the peer.
     EMBER_ASSIGN_OR_RETURN(prompt, ReadTokensFile(a.tokens_file, nv));
   } else {
-    for (int64_t i = 0; i < a.pp; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(nv, 32000))));
+    prompt = random_ids(a.pp);
+  }
+  const std::vector<int32_t> long_prompt = a.long_pp > 0 ? random_ids(a.long_pp) : std::vector<int32_t>{};
+
+  LlamaBenchSettings lb;
+  lb.threads = engine->threads();
+  lb.kv = a.kv;
+  lb.ubatch = a.ubatch;
+  lb.reps = a.peer_reps;
+  lb.timeout_s = a.peer.timeout_s;
+  PeerComparison cmp;
+  cmp.kind = peer.kind;
+  cmp.fallback_reason = peer.fallback_reason;
+  cmp.binary = peer.kind == PeerKind::kLlamaBench ? peer.llama_bench : a.peer.runner_mjs;
+  cmp.threads = lb.threads;
+  cmp.kv = a.kv;
+  cmp.ubatch = a.ubatch;
+  cmp.pp = static_cast<int64_t>(prompt.size());
+  cmp.tg = a.tg;
+  cmp.long_pp = a.long_pp;
+  cmp.peer_reps = a.peer_reps;
+  if (a.vs_llamacpp && peer.kind == PeerKind::kLlamaBench) {
+    // What the peer reports about itself (build, CPU) comes from a short run, which also warms it up.
+    EMBER_ASSIGN_OR_RETURN(LlamaBenchTest t, RunLlamaBench(peer.llama_bench, a.model, std::min<int64_t>(cmp.pp, 64), 0, 0, lb));
+    cmp.build_commit = t.build_commit;
+    cmp.cpu_info = t.cpu_info;
   }
 
-  OpTimes pp_ops, tg_ops;
-  EMBER_RETURN_IF_ERROR(RunOnce(*engine, prompt, std::min<int64_t>(a.tg, 8), a.ubatch, &pp_ops, &tg_ops).status());  // warm-up
+  OpTimes pp_ops, tg_ops, scratch;
+  // The warm-up round, discarded: ember, then the peer (page cache, lazy allocations, clocks).
+  EMBER_RETURN_IF_ERROR(RunOnce(*engine, prompt, std::min<int64_t>(a.tg, 8), a.ubatch, &pp_ops, &tg_ops).status());
+  if (!long_prompt.empty()) EMBER_RETURN_IF_ERROR(RunOnce(*engine, long_prompt, 0, a.ubatch, &scratch, &scratch).status());
+  if (a.vs_llamacpp) EMBER_RETURN_IF_ERROR(PeerRound(a, peer, lb, prompt, {}, std::min<int64_t>(a.tg, 8)).status());
   pp_ops = OpTimes{};
   tg_ops = OpTimes{};
   pp_ops.enabled = tg_ops.enabled = true;
-  std::vector<double> pp_runs, tg_runs;
-  json peer_runs = json::array();
+  std::vector<double> pp_runs, tg_runs, long_runs;
   for (int rep = 0; rep < a.reps; ++rep) {
     EMBER_ASSIGN_OR_RETURN(RepResult r, RunOnce(*engine, prompt, a.tg, a.ubatch, &pp_ops, &tg_ops));
     pp_runs.push_back(r.pp_tok_s);
     tg_runs.push_back(r.tg_tok_s);
-    if (!a.vs_llamacpp) continue;
-    for (int t : {1, 2}) {  // interleaved with ember's reps so both see the same machine state
-      EMBER_ASSIGN_OR_RETURN(json pj, RunPeerDecodeBench(a.peer, a.model, prompt, a.tg + 1, t, a.kv));
-      peer_runs.push_back({{"threads", t}, {"prefill_tok_s", pj["prefill_tok_s"]}, {"decode_tok_s", pj["decode_tok_s"]}});
+    RoundSpeeds mine{r.pp_tok_s, r.tg_tok_s, 0};
+    if (!long_prompt.empty()) {
+      EMBER_ASSIGN_OR_RETURN(RepResult l, RunOnce(*engine, long_prompt, 0, a.ubatch, &scratch, &scratch));
+      long_runs.push_back(l.pp_tok_s);
+      mine.long_pp = l.pp_tok_s;
     }
+    if (!a.vs_llamacpp) continue;
+    cmp.ember.push_back(mine);
+    // Interleaved with ember's reps so both see the same machine state.
+    EMBER_ASSIGN_OR_RETURN(RoundSpeeds theirs, PeerRound(a, peer, lb, prompt, long_prompt, a.tg));
+    cmp.peer.push_back(theirs);
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -178,14 +256,15 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a) {
             {"bandwidth_gbs", tg * static_cast<double>(wbytes) / 1e9}, {"machine_read_gbs", machine_bw},
             {"bandwidth_fraction", machine_bw > 0 ? tg * static_cast<double>(wbytes) / 1e9 / machine_bw : 0},
             {"ops", {{"prefill", OpsJson(pp_ops)}, {"decode", OpsJson(tg_ops)}}}};
+  if (!long_prompt.empty()) {
+    j["long_pp_tokens"] = a.long_pp;
+    j["long_prefill_tok_s"] = Median(long_runs);
+    j["long_prefill_runs"] = long_runs;
+  }
   if (a.vs_llamacpp) {
-    double best_pp = 0, best_tg = 0;
-    for (const auto& r : peer_runs) {
-      best_pp = std::max(best_pp, r["prefill_tok_s"].is_number() ? r["prefill_tok_s"].get<double>() : 0.0);
-      best_tg = std::max(best_tg, r["decode_tok_s"].is_number() ? r["decode_tok_s"].get<double>() : 0.0);
-    }
-    j["peer"] = {{"runs", peer_runs}, {"best_prefill_tok_s", best_pp}, {"best_decode_tok_s", best_tg}};
-    j["ratios"] = {{"prefill", best_pp > 0 ? pp / best_pp : 0}, {"decode", best_tg > 0 ? tg / best_tg : 0}};
+    j["peer"] = PeerJson(cmp);
+    j["ratios"] = RatiosJson(cmp);
+    if (comparison) *comparison = cmp;
   }
   if (!a.parallel.empty()) {
     const int64_t tg_b = std::max<int64_t>(a.tg, 1);

@@ -1,8 +1,10 @@
 // `ember bench MODEL` (the direct leg): prefill (pp) and decode (tg) throughput of the engine in this
 // process, median of reps after a warm-up; peak RSS; the weight-read bandwidth decode achieves against
-// this machine's measured read bandwidth; a per-op time breakdown. With vs_llamacpp, runs of the
-// llama.cpp peer (1 and 2 threads) are interleaved with ember's reps on the same file and token ids, and
-// ember / peer-best ratios are reported. The CLI (cli/cmd_bench.cc) parses flags and prints the result.
+// this machine's measured read bandwidth; a per-op time breakdown. With vs_llamacpp, a round of the
+// llama.cpp peer on the same file, thread count and KV type follows each of ember's reps (after a
+// warm-up round of both): native llama-bench when scripts/build-peer's build exists, otherwise the
+// node-llama-cpp binding, labelled as such (peer_compare.h). The CLI (cli/cmd_bench.cc) parses flags
+// and prints the result.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/llama_bench.h"
 #include "bench/llamacpp_peer.h"
 #include "util/status.h"
 
@@ -22,7 +25,12 @@ struct DirectBenchConfig {
   int reps = 5, threads = 0;      // threads 0: the engine's default (physical cores)
   std::string tokens_file;        // JSON array of prompt ids (overrides pp); the peer gets the same ids
   bool vs_llamacpp = false;
-  PeerCommand peer;
+  PeerMode peer_mode = PeerMode::kAuto;
+  std::string llama_bench;        // "": found through build_peer_script --print
+  std::string build_peer_script;  // scripts/build-peer
+  int peer_reps = 1;              // llama-bench -r per round
+  int64_t long_pp = 0;            // > 0: also prefill this many ids per round (e.g. 2048), both stacks
+  PeerCommand peer;               // the binding's runner
   // Batched decode (engine/batch_runner.h): for each N, N sequences each holding its own pp-token
   // prompt decode tg tokens together; aggregate tok/s = N * tg / wall time (median of reps).
   std::vector<int> parallel;
@@ -30,10 +38,12 @@ struct DirectBenchConfig {
 
 // The measurement as the one JSON object `ember bench --json` prints: model, threads, pp_tokens,
 // tg_tokens, kv, reps, prefill_tok_s / decode_tok_s (medians) and their runs, peak_rss_bytes,
-// weight_bytes, bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with
-// vs_llamacpp also peer.{runs,best_prefill_tok_s,best_decode_tok_s} and ratios.{prefill,decode}; with
-// parallel, batch_decode: [{sequences, tok_s, runs, ratio_to_one}].
-StatusOr<nlohmann::json> RunDirectBench(const DirectBenchConfig& config);
+// weight_bytes, bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with long_pp
+// long_pp_tokens, long_prefill_tok_s, long_prefill_runs; with vs_llamacpp also `peer` and `ratios`
+// (peer_compare.h: PeerJson, RatiosJson — each names the peer kind); with parallel, batch_decode:
+// [{sequences, tok_s, runs, ratio_to_one}].
+// With vs_llamacpp and `comparison`, the rounds are also handed back for printing (ComparisonLines).
+StatusOr<nlohmann::json> RunDirectBench(const DirectBenchConfig& config, PeerComparison* comparison = nullptr);
 
 // The prompt ids of --tokens-file: a JSON array of integers in [0, n_vocab).
 StatusOr<std::vector<int32_t>> ReadTokensFile(const std::string& path, int64_t n_vocab);

@@ -1,8 +1,9 @@
 // ember bench: the flags and the printout of the direct benchmark (bench/direct_bench.h: prefill and
 // decode throughput, median of reps after a warm-up; peak RSS; decode's weight-read bandwidth against
-// this machine's; per-op time; --vs-llamacpp interleaves the llama.cpp peer on the same file and ids and
-// reports ember / peer-best ratios). --cache and --served run the benchmarks of bench/cache_bench.h and
-// bench/served_bench.h instead.
+// this machine's; per-op time; --vs-llamacpp interleaves rounds of the llama.cpp peer — native
+// llama-bench, or the node-llama-cpp binding when that is not built, labelled as such — on the same file
+// and settings and reports ember ÷ peer, bench/peer_compare.h). --cache and --served run the benchmarks
+// of bench/cache_bench.h and bench/served_bench.h instead.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -24,7 +25,10 @@ struct Args {
   std::string model, kv = "f16";
   int64_t pp = 512, tg = 128, ubatch = 512;
   int reps = 5, threads = 0;
-  bool json = false, vs_llamacpp = false, cache = false, served = false;
+  bool json = false, vs_llamacpp = false, cache = false, served = false, markdown = false;
+  std::string peer = "auto", llama_bench;
+  int peer_reps = 1;
+  int64_t long_pp = 0;
   int turns = 10;
   std::string tokens_file;  // JSON array of prompt ids (overrides --pp)
   std::vector<int> parallel;  // batched decode levels
@@ -40,17 +44,34 @@ Status Run(const Args& a) {
   c.reps = a.reps;
   c.threads = a.threads;
   c.tokens_file = a.tokens_file;
-  c.vs_llamacpp = a.vs_llamacpp;
+  c.vs_llamacpp = a.vs_llamacpp || a.markdown;
   c.parallel = a.parallel;
+  EMBER_ASSIGN_OR_RETURN(c.peer_mode, bench::ParsePeerMode(a.peer));
+  c.llama_bench = a.llama_bench;
+  c.build_peer_script = std::string(EMBER_SOURCE_DIR) + "/scripts/build-peer";
+  c.peer_reps = a.peer_reps;
+  c.long_pp = a.long_pp;
   c.peer.runner_mjs = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/runner.mjs";
-  EMBER_ASSIGN_OR_RETURN(const json j, bench::RunDirectBench(c));
+  bench::PeerComparison cmp;
+  EMBER_ASSIGN_OR_RETURN(const json j, bench::RunDirectBench(c, &cmp));
   if (a.json) {
     std::cout << j.dump() << "\n";
+    return Status::Ok();
+  }
+  if (a.markdown) {
+    char title[512];
+    std::snprintf(title, sizeof title, "%s (%.0f MB of weights)", std::filesystem::path(a.model).filename().c_str(),
+                  j["weight_bytes"].get<double>() / 1e6);
+    std::cout << bench::ComparisonMarkdown(cmp, title);
     return Status::Ok();
   }
   std::printf("%s  threads %d  kv %s\n", a.model.c_str(), j["threads"].get<int>(), a.kv.c_str());
   std::printf("pp%lld: %.1f tok/s   tg%lld: %.1f tok/s   (median of %d)\n", j["pp_tokens"].get<long long>(),
               j["prefill_tok_s"].get<double>(), static_cast<long long>(a.tg), j["decode_tok_s"].get<double>(), a.reps);
+  if (j.contains("long_prefill_tok_s")) {
+    std::printf("pp%lld: %.1f tok/s   (median of %d)\n", static_cast<long long>(a.long_pp),
+                j["long_prefill_tok_s"].get<double>(), a.reps);
+  }
   std::printf("weights %.1f MB, decode reads %.1f GB/s of %.1f GB/s measured (%.0f%%), peak RSS %.1f MB\n",
               j["weight_bytes"].get<double>() / 1e6, j["bandwidth_gbs"].get<double>(), j["machine_read_gbs"].get<double>(),
               100 * j["bandwidth_fraction"].get<double>(), j["peak_rss_bytes"].get<double>() / 1048576.0);
@@ -63,9 +84,7 @@ Status Run(const Args& a) {
                 100 * o["other_s"].get<double>() / tot);
   }
   if (a.vs_llamacpp) {
-    std::printf("llama.cpp best: pp %.1f tok/s, tg %.1f tok/s  ->  ember/peer: pp %.2fx, tg %.2fx\n",
-                j["peer"]["best_prefill_tok_s"].get<double>(), j["peer"]["best_decode_tok_s"].get<double>(),
-                j["ratios"]["prefill"].get<double>(), j["ratios"]["decode"].get<double>());
+    for (const std::string& line : bench::ComparisonLines(cmp)) std::printf("%s\n", line.c_str());
   }
   if (j.contains("batch_decode")) {
     for (const json& l : j["batch_decode"]) {
@@ -132,7 +151,24 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
                  "Also measure batched decode: for each N (e.g. 1,2,4,8), N sequences decode --tg tokens together "
                  "(continuous batching's step loop); aggregate tok/s")
       ->delimiter(',');
-  c->add_flag("--vs-llamacpp", a->vs_llamacpp, "Interleave llama.cpp peer runs (1 and 2 threads) and print ratios");
+  c->add_flag("--vs-llamacpp", a->vs_llamacpp,
+              "Interleave rounds of llama.cpp on the same file, threads and KV type (after a warm-up round) and print "
+              "ember / llama.cpp per metric: median ratio and the range of per-round ratios");
+  c->add_option("--peer", a->peer,
+                "--vs-llamacpp's peer: auto (native llama-bench from scripts/build-peer if built, else the "
+                "node-llama-cpp binding, labelled as such: its decode lacks a persistent thread pool, so ratios "
+                "against it overstate ember) | native (llama-bench or an error) | binding")
+      ->capture_default_str();
+  c->add_option("--llama-bench", a->llama_bench,
+                "Path of llama-bench (default: the bin folder `scripts/build-peer --print` names; EMBER_PEER_DIR)");
+  c->add_option("--peer-reps", a->peer_reps, "llama-bench -r inside each round (its median is the round's)")
+      ->capture_default_str();
+  c->add_option("--long-pp", a->long_pp,
+                "Also measure prefill of this many ids each round, both stacks (e.g. 2048: pp2048); 0: off")
+      ->capture_default_str();
+  c->add_flag("--markdown", a->markdown,
+              "Print the --vs-llamacpp comparison as a Markdown section (scripts/bench-results builds "
+              "bench/RESULTS.md from these)");
   c->add_flag("--cache", a->cache,
               "Instead: the scripted 10-turn conversation, TTFT per turn with the prompt cache on and off "
               "(the same as `ember bench-cache MODEL` with its defaults)");
