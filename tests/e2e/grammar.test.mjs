@@ -84,6 +84,33 @@ for (const parallel of ['1', '2']) {
   });
 }
 
+test('a grammar too ambiguous to match is a 400 naming the limit, and the server goes on', async () => {
+  // a20 ::= a19 "b" | a19 "c" ...: 2^20 parse stacks under the first character (docs/grammar.md).
+  const levels = ['a0 ::= "x"'];
+  for (let k = 1; k <= 20; k++) levels.push(`a${k} ::= a${k - 1} "b" | a${k - 1} "c"`);
+  const started = Date.now();
+  await assert.rejects(
+    clients['1'].chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 4,
+      grammar: `root ::= a20\n${levels.join('\n')}\n`,
+    }),
+    (e) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message, /too ambiguous/);
+      assert.match(e.message, /max_state_work/);
+      return true;
+    },
+  );
+  assert.ok(Date.now() - started < 30000, 'refused without running the grammar for long');
+  const ok = await clients['1'].chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2,
+    grammar: 'root ::= ((((("a"? | "")+++)+++)+++)+++)+++ "b"',
+  });
+  assert.match(ok.choices[0].message.content, /^a*b?$/);
+});
+
 test('a bad grammar is a 400 naming the field and the position', async () => {
   await assert.rejects(
     clients['1'].chat.completions.create({
