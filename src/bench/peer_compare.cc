@@ -118,9 +118,10 @@ std::vector<std::string> ComparisonLines(const PeerComparison& c) {
   std::vector<std::string> out;
   out.push_back("peer: " + peer + " (" + PeerDescription(c.kind) + ")");
   if (!c.fallback_reason.empty()) out.push_back("peer: " + peer + " because " + c.fallback_reason);
-  std::string settings = "peer: " + peer + " " + c.binary + (c.build_commit.empty() ? "" : " (build " + c.build_commit + ")") +
-                         ", " + std::to_string(c.threads) + " threads, KV " + c.kv + ", flash attention off, ubatch " +
-                         std::to_string(c.ubatch) + ", tg after " + std::to_string(c.pp) + " positions";
+  std::string settings = "peer: " + peer + " " + c.binary;
+  if (!c.build_commit.empty()) settings += " (build " + c.build_commit + ")";
+  settings += ", " + std::to_string(c.threads) + " threads, KV " + c.kv + ", flash attention off, ubatch " +
+              std::to_string(c.ubatch) + ", tg after " + std::to_string(c.pp) + " positions";
   if (c.kind == PeerKind::kLlamaBench) settings += ", -r " + std::to_string(c.peer_reps) + " per round";
   out.push_back(settings);
   const std::vector<Metric> metrics = Metrics(c);

@@ -276,7 +276,8 @@ Status Parser::ParseRepeat(std::vector<SourceElement>& out, size_t atom_begin, s
   std::vector<SourceElement> atom(out.begin() + static_cast<std::ptrdiff_t>(atom_begin), out.end());
   out.resize(atom_begin);
   if (atom.size() != 1) {
-    EMBER_ASSIGN_OR_RETURN(uint32_t r, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos, RuleKind::kGroup));
+    EMBER_ASSIGN_OR_RETURN(uint32_t r, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos,
+                                               RuleKind::kGroup));
     rules_[r].alts.push_back(std::move(atom));
     rules_[r].defined = true;
     atom = {{{ElementKind::kRule, r}, atom_pos}};
@@ -285,7 +286,8 @@ Status Parser::ParseRepeat(std::vector<SourceElement>& out, size_t atom_begin, s
   EMBER_RETURN_IF_ERROR(CountElements(min, atom_pos));
   for (uint32_t i = 0; i < min; ++i) out.push_back(a);
   if (max == UINT32_MAX) {
-    EMBER_ASSIGN_OR_RETURN(uint32_t s, NewRule(names_[current_rule_] + "_star" + std::to_string(++n_synth_), atom_pos, RuleKind::kStar));
+    EMBER_ASSIGN_OR_RETURN(uint32_t s, NewRule(names_[current_rule_] + "_star" + std::to_string(++n_synth_), atom_pos,
+                                               RuleKind::kStar));
     rules_[s].alts.push_back({a, {{ElementKind::kRule, s}, atom_pos}});
     rules_[s].alts.push_back({});
     rules_[s].defined = true;
@@ -333,7 +335,8 @@ Status Parser::ParseSequence(std::vector<SourceElement>& out, size_t depth) {
         return Error(atom_pos, "groups nested deeper than " + std::to_string(limits_.max_nesting) + " (limit max_nesting)");
       }
       ++pos_;
-      EMBER_ASSIGN_OR_RETURN(uint32_t g, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos, RuleKind::kGroup));
+      EMBER_ASSIGN_OR_RETURN(uint32_t g, NewRule(names_[current_rule_] + "_" + std::to_string(++n_synth_), atom_pos,
+                                                 RuleKind::kGroup));
       rules_[g].defined = true;
       EMBER_RETURN_IF_ERROR(ParseAlternates(g, depth + 1));
       if (Peek() != ')') return Error(atom_pos, "unclosed '('");
