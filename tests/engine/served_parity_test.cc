@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -56,16 +57,47 @@ const std::vector<ServedCase>& Cases() {
   return cases;
 }
 
+// EMBER_PARITY_SWEEP=1 (scripts/parity-sweep): every weight type again on one more shape (head_dim 128,
+// GQA 4, 4 layers), 16 rows.
+bool Sweep() {
+  const char* s = std::getenv("EMBER_PARITY_SWEEP");
+  return s != nullptr && std::string(s) == "1";
+}
+
+std::vector<ServedCase> SweepCases() {
+  static std::vector<std::string> args;  // owns the strings the cases point into
+  static std::vector<std::string> names;
+  static std::vector<ServedCase> cases;
+  if (!cases.empty()) return cases;
+  const std::vector<std::pair<std::string, std::string>> shapes = {{"hd128_gqa4_l4", HD128_GQA4 "--n-layer 4"}};
+  for (const char* t : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"}) {
+    const std::string type = t;
+    const bool fl = type == "f32" || type == "f16" || type == "bf16";
+    const bool small_embd = fl || type == "q8_0" || type == "q4_0" || type == "q5_0";
+    for (const auto& [shape_name, shape] : shapes) {
+      names.push_back(type + "_" + shape_name);
+      args.push_back(shape + " --type " + type + (small_embd ? "" : " --type-embd q8_0") + " --seed " +
+                     std::to_string(60 + args.size()));
+    }
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const bool fl = names[i].rfind("f", 0) == 0 || names[i].rfind("bf", 0) == 0;
+    cases.push_back({names[i].c_str(), args[i].c_str(), fl ? kFloat : kQuant});
+  }
+  return cases;
+}
+
 TEST(ServedParityTest, EveryWeightTypeMatchesLlamaCppWithF16KvAndTwoThreads) {
   const std::string dir = testutil::MakeTempDir("served-parity");
-  const std::vector<int32_t> rows = testutil::SpreadRows(kTokens, kRows);
+  const std::vector<ServedCase> cases = Sweep() ? SweepCases() : Cases();
+  const std::vector<int32_t> rows = testutil::SpreadRows(kTokens, Sweep() ? 16 : kRows);
   std::vector<testutil::OracleJob> jobs;
   std::vector<std::vector<float>> ours;
   std::vector<int64_t> n_vocab;
   using Clock = std::chrono::steady_clock;
   const auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   double gen_s = 0, ember_s = 0;
-  for (const ServedCase& c : Cases()) {
+  for (const ServedCase& c : cases) {
     const auto t0 = Clock::now();
     const std::string model = testutil::GenModel(dir, c.name, c.gen_args);
     const auto t1 = Clock::now();
@@ -90,7 +122,7 @@ TEST(ServedParityTest, EveryWeightTypeMatchesLlamaCppWithF16KvAndTwoThreads) {
   ASSERT_EQ(peer.probs.size(), jobs.size());
 
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const ServedCase& c = Cases()[i];
+    const ServedCase& c = cases[i];
     const int64_t nv = n_vocab[i];
     const nlohmann::json& m = peer.meta[i];
     ASSERT_EQ(m["n_vocab"].get<int64_t>(), nv) << c.name;
