@@ -16,6 +16,15 @@
 //        teacher-forced like `logits`, but writes only the probability rows of the listed positions (in the
 //        given order) and reports llama.cpp's greedy token at every position >= N as "argmax" — far cheaper
 //        for long sequences over a large vocabulary (each probability row costs ~1 s through the binding)
+//   rows-batch - --jobs JOBS.json
+//        `logits-rows` for many models in one process: JOBS.json = [{model, tokens_file (ids "1,2,3"), rows: [..],
+//        out, kv, threads, argmax_from?}, ...] -> {results: [the logits-rows answer of each job]}
+//   chat-batch - --jobs JOBS.json
+//        the served path's oracle: JOBS.json = [{model, messages, gen, kv?, threads?}, ...]. Per job: the model's
+//        chat template rendered by @huggingface/jinja (messages, add_generation_prompt, bos/eos tokens),
+//        tokenized by llama.cpp with control tokens parsed and BOS prepended only when the model adds one and
+//        the text does not already start with it (as llama-server), then `gen` greedy tokens (stopping at an
+//        end-of-generation token) -> {results: [{prompt, prompt_ids, bos_count, reply_ids, reply_pieces}]}
 //   bench MODEL --tokens 1,2,3 [--gen N] [--threads N] [--kv f16|f32]
 //        prefill the tokens, then greedy-decode N tokens; prints timings
 //   converse MODEL --turns-file TURNS.json [--gen N] [--threads N] [--mode warm|cold] [--only K]
@@ -31,6 +40,7 @@
 //        tokens, and reports per model: loaded, n_vocab, all probabilities finite, top token
 import fs from "node:fs";
 import path from "node:path";
+import {Template} from "@huggingface/jinja";
 import {getLlama, LlamaLogLevel, readGgufFileInfo} from "node-llama-cpp";
 
 function parseArgs(argv) {
@@ -113,6 +123,71 @@ async function checkOne(item) {
   } finally {
     await model?.dispose();
   }
+}
+
+// Teacher-forced probability rows of the listed positions and llama.cpp's greedy token from argmax-from on.
+async function logitsRows(model, tokens, rows, o) {
+  if (!tokens.length) throw new Error("--tokens is empty");
+  const argmaxFrom = o["argmax-from"] !== undefined && o["argmax-from"] !== null ? Number(o["argmax-from"])
+                                                                                : tokens.length;
+  for (const r of rows) if (r >= tokens.length) throw new Error(`row ${r} is past the last token`);
+  const nVocab = model.tokens.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens?.length;
+  const {context, seq} = await makeSequence(model, tokens.length, o);
+  const rowIndex = new Map(rows.map((r, i) => [r, i]));
+  const input = tokens.map((t, i) => {
+    const probabilities = rowIndex.has(i);
+    const token = i >= argmaxFrom;
+    return probabilities || token ? [t, {generateNext: {probabilities, token, options: {temperature: 0}}}] : t;
+  });
+  const out = new Float32Array(rows.length * nVocab);
+  const argmax = [];
+  const t0 = performance.now();
+  await seq.controlledEvaluate(input, {onTokenResult(i, r) {
+    const probs = r?.next?.probabilities;
+    if (rowIndex.has(i)) {
+      if (!probs) throw new Error(`no probabilities at position ${i}`);
+      const base = rowIndex.get(i) * nVocab;
+      for (const [tok, p] of probs) out[base + tok] = p;
+      r.next.probabilities = undefined;  // rows of a large vocabulary add up: keep only the copy
+    }
+    if (i >= argmaxFrom) argmax.push([i, r?.next?.token ?? null]);
+  }});
+  const ms = performance.now() - t0;
+  if (o.out) fs.writeFileSync(o.out, Buffer.from(out.buffer));
+  argmax.sort((a, b) => a[0] - b[0]);
+  const threads = context.currentThreads ?? null;
+  await context.dispose();
+  return {n_tokens: tokens.length, n_vocab: nVocab, rows, argmax, out: o.out ?? null, eval_ms: ms,
+          kv: String(o.kv ?? "f16").toLowerCase(), threads, flash_attention: false,
+          peer: peerInfo(await llama())};
+}
+
+// One chat job of `chat-batch`.
+async function chatGreedy(model, job) {
+  const source = model.fileInfo?.metadata?.tokenizer?.chat_template;
+  if (!source) throw new Error(`${job.model}: no tokenizer.chat_template`);
+  const piece = (t) => (t == null ? "" : model.detokenize([t], true));
+  const prompt = new Template(source).render({messages: job.messages, add_generation_prompt: true,
+                                              bos_token: piece(model.tokens.bos), eos_token: piece(model.tokens.eos)});
+  let promptIds = Array.from(model.tokenize(prompt, true));
+  const bos = model.tokens.bos;
+  if (model.tokens.shouldPrependBosToken && bos != null && promptIds[0] !== bos) promptIds = [bos, ...promptIds];
+  const nGen = Number(job.gen ?? 16);
+  const {context, seq} = await makeSequence(model, promptIds.length + nGen + 1, job);
+  const res = await seq.controlledEvaluate(promptIds.map((t, i) => i === promptIds.length - 1
+      ? [t, {generateNext: {token: true, options: {temperature: 0}}}] : t));
+  const reply = [res[promptIds.length - 1]?.next?.token];
+  if (!model.isEogToken(reply[0])) {
+    for await (const tok of seq.evaluate([reply[0]], {temperature: 0})) {
+      reply.push(tok);
+      if (reply.length >= nGen || model.isEogToken(tok)) break;
+    }
+  }
+  await context.dispose();
+  return {prompt, prompt_ids: promptIds, bos_count: promptIds.filter((t) => t === bos).length, bos,
+          reply_ids: reply, reply_eog: model.isEogToken(reply[reply.length - 1]),
+          reply_pieces: reply.map((t) => Array.from(Buffer.from(model.detokenize([t], false), "utf8"))),
+          reply_text: model.detokenize(reply.filter((t) => !model.isEogToken(t)), false)};
 }
 
 const commands = {
@@ -208,38 +283,45 @@ const commands = {
   },
 
   async "logits-rows"(modelPath, o) {
-    const tokens = ids(o.tokens);
-    if (!tokens.length) throw new Error("--tokens is empty");
-    const rows = ids(o.rows ?? "");
-    const argmaxFrom = o["argmax-from"] !== undefined ? Number(o["argmax-from"]) : tokens.length;
-    for (const r of rows) if (r >= tokens.length) throw new Error(`row ${r} is past the last token`);
     const model = await loadModel(modelPath);
-    const nVocab = model.tokens.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens?.length;
-    const {seq} = await makeSequence(model, tokens.length, o);
-    const rowIndex = new Map(rows.map((r, i) => [r, i]));
-    const input = tokens.map((t, i) => {
-      const probabilities = rowIndex.has(i);
-      const token = i >= argmaxFrom;
-      return probabilities || token ? [t, {generateNext: {probabilities, token, options: {temperature: 0}}}] : t;
-    });
-    const out = new Float32Array(rows.length * nVocab);
-    const argmax = [];
-    const t0 = performance.now();
-    await seq.controlledEvaluate(input, {onTokenResult(i, r) {
-      const probs = r?.next?.probabilities;
-      if (rowIndex.has(i)) {
-        if (!probs) throw new Error(`no probabilities at position ${i}`);
-        const base = rowIndex.get(i) * nVocab;
-        for (const [tok, p] of probs) out[base + tok] = p;
-        r.next.probabilities = undefined;  // rows of a large vocabulary add up: keep only the copy
+    try {
+      return await logitsRows(model, ids(o.tokens), ids(o.rows ?? ""), o);
+    } finally {
+      await model.dispose();
+    }
+  },
+
+  async "rows-batch"(_unused, o) {
+    // One process for many models (loading the binding costs seconds; a model of a tiny generated file
+    // costs little), so a test file spawns the oracle once.
+    const jobs = JSON.parse(fs.readFileSync(o.jobs, "utf8"));
+    if (!Array.isArray(jobs) || !jobs.length) throw new Error("--jobs must hold a non-empty array");
+    const results = [];
+    for (const j of jobs) {
+      const model = await loadModel(path.resolve(j.model));
+      try {
+        const tokens = fs.readFileSync(j.tokens_file, "utf8");
+        results.push(await logitsRows(model, ids(tokens), j.rows, {
+          out: j.out, kv: j.kv, threads: j.threads, "argmax-from": j.argmax_from}));
+      } finally {
+        await model.dispose();
       }
-      if (i >= argmaxFrom) argmax.push([i, r?.next?.token ?? null]);
-    }});
-    const ms = performance.now() - t0;
-    if (o.out) fs.writeFileSync(o.out, Buffer.from(out.buffer));
-    argmax.sort((a, b) => a[0] - b[0]);
-    return {n_tokens: tokens.length, n_vocab: nVocab, rows, argmax, out: o.out ?? null, eval_ms: ms,
-            peer: peerInfo(await llama())};
+    }
+    return {results, peer: peerInfo(await llama())};
+  },
+  async "chat-batch"(_unused, o) {
+    const jobs = JSON.parse(fs.readFileSync(o.jobs, "utf8"));
+    if (!Array.isArray(jobs) || !jobs.length) throw new Error("--jobs must hold a non-empty array");
+    const results = [];
+    for (const j of jobs) {
+      const model = await loadModel(path.resolve(j.model));
+      try {
+        results.push(await chatGreedy(model, j));
+      } finally {
+        await model.dispose();
+      }
+    }
+    return {results, peer: peerInfo(await llama())};
   },
 
   async bench(modelPath, o) {
