@@ -109,6 +109,46 @@ EMBER_AVX2 inline void AccumCols(const float* p, const T* v, int hv, int64_t n, 
   for (int i = 0; i < M; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
 }
 
+// AccumCols for two queries over the same keys: each v_j vector is loaded (and, for an F16 cache,
+// widened) once and used by both. Per query and column the sequence is AccumCols' exactly.
+template <int M, class L, class T>
+EMBER_AVX2 inline void AccumCols2(const float* pa, const float* pb, const T* v, int hv, int64_t n, float* oa,
+                                  float* ob) {
+  __m256 acc_a[M], acc_b[M];
+  for (int i = 0; i < M; ++i) {
+    acc_a[i] = _mm256_loadu_ps(oa + 8 * i);
+    acc_b[i] = _mm256_loadu_ps(ob + 8 * i);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const __m256 wa = _mm256_set1_ps(pa[j]), wb = _mm256_set1_ps(pb[j]);
+    const T* vj = v + j * hv;
+    for (int i = 0; i < M; ++i) {
+      const __m256 x = L::Load(vj + 8 * i);
+      acc_a[i] = _mm256_fmadd_ps(wa, x, acc_a[i]);
+      acc_b[i] = _mm256_fmadd_ps(wb, x, acc_b[i]);
+    }
+  }
+  for (int i = 0; i < M; ++i) {
+    _mm256_storeu_ps(oa + 8 * i, acc_a[i]);
+    _mm256_storeu_ps(ob + 8 * i, acc_b[i]);
+  }
+}
+
+template <class L, class T>
+EMBER_AVX2 inline void Accum2Avx2(const float* pa, const float* pb, const T* v, int hv, int64_t n, float* oa,
+                                  float* ob) {  // hv % 8 == 0; 2 x 6 accumulators + 2 weights + 1 load
+  for (int col = 0; col < hv; col += 48) {
+    switch (std::min(6, (hv - col) / 8)) {
+      case 6: AccumCols2<6, L>(pa, pb, v + col, hv, n, oa + col, ob + col); break;
+      case 5: AccumCols2<5, L>(pa, pb, v + col, hv, n, oa + col, ob + col); break;
+      case 4: AccumCols2<4, L>(pa, pb, v + col, hv, n, oa + col, ob + col); break;
+      case 3: AccumCols2<3, L>(pa, pb, v + col, hv, n, oa + col, ob + col); break;
+      case 2: AccumCols2<2, L>(pa, pb, v + col, hv, n, oa + col, ob + col); break;
+      default: AccumCols2<1, L>(pa, pb, v + col, hv, n, oa + col, ob + col); break;
+    }
+  }
+}
+
 template <class L, class T>
 EMBER_AVX2 inline void AccumAvx2(const float* p, const T* v, int hv, int64_t n, float* out) {  // hv % 8 == 0
   for (int col = 0; col < hv; col += 64) {
@@ -136,6 +176,14 @@ EMBER_AVX2 void AccumF16Avx2(const float* p, const uint16_t* v, int hv, int64_t 
 }
 EMBER_AVX2 void AccumF32Avx2(const float* p, const float* v, int hv, int64_t n, float* out) {
   AccumAvx2<LoadF>(p, v, hv, n, out);
+}
+EMBER_AVX2 void Accum2F16Avx2(const float* pa, const float* pb, const uint16_t* v, int hv, int64_t n, float* oa,
+                              float* ob) {
+  Accum2Avx2<LoadH>(pa, pb, v, hv, n, oa, ob);
+}
+EMBER_AVX2 void Accum2F32Avx2(const float* pa, const float* pb, const float* v, int hv, int64_t n, float* oa,
+                              float* ob) {
+  Accum2Avx2<LoadF>(pa, pb, v, hv, n, oa, ob);
 }
 EMBER_AVX2 void WidenF16Avx2(const uint16_t* h, float* f, int n) {
   int i = 0;
@@ -203,14 +251,21 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
   const int hd = kv.head_dim_k, hv = kv.head_dim_v;
   const int64_t bs = kv.block_size;
   const bool f16 = kv.f16;
+  const bool avx2 = CpuHasAvx2();
+  // The AVX2 kernels read an F16 row as f32(k) exactly, so widening a block once into f32 and running
+  // the F32 kernel on it is the same arithmetic; with two or more queries on a block that pays the
+  // conversion once per tile instead of once per query (and per GQA head).
+  const bool widen_k = f16 && avx2 && hd % 32 == 0;
+  const bool widen_v = f16 && avx2 && hv % 8 == 0;
   // q rounded to fp16 and widened once per query, not per key (one hd-row per query).
-  thread_local std::vector<float> qf_all;
+  thread_local std::vector<float> qf_all, kvf;
   if (f16) {
     qf_all.resize(static_cast<size_t>(n_queries) * static_cast<size_t>(hd));
     for (int i = 0; i < n_queries; ++i) {
       AttnPrepareQueryF16(queries[i].q, hd, queries[i].half, qf_all.data() + static_cast<size_t>(i) * hd);
     }
   }
+  if (widen_k || widen_v) kvf.resize(static_cast<size_t>(bs) * static_cast<size_t>(std::max(hd, hv)));
   // The blocks any query touches, and whether all queries sit at one position (a decode step).
   int64_t b_lo = INT64_MAX, b_end = 0;
   bool one_position = true;
@@ -230,17 +285,37 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
     const size_t bytes = static_cast<size_t>(bs) * static_cast<size_t>(v ? hv : hd) * elem;
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
   };
+  // Rows [u0, u1) of block b that some query sees, and how many queries see any; widens them into
+  // kvf when that is shared (returns whether it did).
+  auto widen_block = [&](const uint8_t* h, int dim, bool enabled, int64_t b) {
+    if (!enabled) return false;
+    int64_t u0 = bs, u1 = 0;
+    int users = 0;
+    for (int i = 0; i < n_queries; ++i) {
+      int64_t j0, j1;
+      if (!BlockRows(queries[i], b, bs, &j0, &j1)) continue;
+      u0 = std::min(u0, j0);
+      u1 = std::max(u1, j1);
+      ++users;
+    }
+    if (users < 2) return false;
+    WidenF16(reinterpret_cast<const uint16_t*>(h) + u0 * dim, kvf.data() + u0 * dim, (u1 - u0) * dim);
+    return true;
+  };
   for (int64_t b = b_lo; b < b_end; ++b) {  // scores = (k_j · q) * scale
     const uint8_t* kh = kv.block(kv.ctx, false, b);  // [bs][hd]
     prefetch_block(false, b + 1);
+    const bool wide = widen_block(kh, hd, widen_k, b);
     for (int i = 0; i < n_queries; ++i) {
       const AttnQuery& qu = queries[i];
       int64_t j0, j1;
       if (!BlockRows(qu, b, bs, &j0, &j1)) continue;
       float* sc = qu.scores + (b * bs - qu.k0) + j0;  // scores[i] belongs to key k0 + i
-      if (f16) {
-        AttnScoresF16(reinterpret_cast<const uint16_t*>(kh) + j0 * hd, qu.half,
-                      qf_all.data() + static_cast<size_t>(i) * hd, hd, j1 - j0, scale, sc);
+      const float* qf = qf_all.data() + static_cast<size_t>(i) * hd;
+      if (wide) {
+        AttnScoresF32(kvf.data() + j0 * hd, qf, hd, j1 - j0, scale, sc);
+      } else if (f16) {
+        AttnScoresF16(reinterpret_cast<const uint16_t*>(kh) + j0 * hd, qu.half, qf, hd, j1 - j0, scale, sc);
       } else {
         AttnScoresF32(reinterpret_cast<const float*>(kh) + j0 * hd, qu.q, hd, j1 - j0, scale, sc);
       }
@@ -257,20 +332,55 @@ void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, 
     }
     std::fill(qu.out, qu.out + hv, 0.0f);
   }
+  const bool pairs = avx2 && hv % 8 == 0;
   for (int64_t b = b_lo; b < b_end; ++b) {  // out = Σ_j p_j v_j
     const uint8_t* vh = kv.block(kv.ctx, true, b);  // [bs][hv]
     prefetch_block(true, b + 1);
-    for (int i = 0; i < n_queries; ++i) {
-      const AttnQuery& qu = queries[i];
-      int64_t j0, j1;
-      if (!BlockRows(qu, b, bs, &j0, &j1)) continue;
+    const bool wide = widen_block(vh, hv, widen_v, b);
+    // Rows [j0, j1) of this block for query qu, accumulated from the widened or the stored rows.
+    auto rows = [&](const AttnQuery& qu, int64_t j0, int64_t j1) {
       const float* p = qu.scores + (b * bs - qu.k0) + j0;
-      if (f16) {
+      if (wide) {
+        AttnAccumF32(p, kvf.data() + j0 * hv, hv, j1 - j0, qu.out);
+      } else if (f16) {
         AttnAccumF16(p, reinterpret_cast<const uint16_t*>(vh) + j0 * hv, hv, j1 - j0, qu.out);
       } else {
         AttnAccumF32(p, reinterpret_cast<const float*>(vh) + j0 * hv, hv, j1 - j0, qu.out);
       }
+    };
+    int pending = -1;  // a query waiting for a partner with the same first row
+    int64_t pj0 = 0, pj1 = 0;
+    for (int i = 0; i < n_queries; ++i) {
+      const AttnQuery& qu = queries[i];
+      int64_t j0, j1;
+      if (!BlockRows(qu, b, bs, &j0, &j1)) continue;
+      if (!pairs) {
+        rows(qu, j0, j1);
+        continue;
+      }
+      if (pending < 0 || pj0 != j0) {
+        if (pending >= 0) rows(queries[pending], pj0, pj1);
+        pending = i, pj0 = j0, pj1 = j1;
+        continue;
+      }
+      // Two queries from row j0: their common rows together, then each one's own rest — every
+      // query still takes its rows in ascending order, one FMA per row and column.
+      const AttnQuery& qa = queries[pending];
+      const int64_t common = std::min(pj1, j1);
+      const float* pa = qa.scores + (b * bs - qa.k0) + j0;
+      const float* pb = qu.scores + (b * bs - qu.k0) + j0;
+      if (wide) {
+        Accum2F32Avx2(pa, pb, kvf.data() + j0 * hv, hv, common - j0, qa.out, qu.out);
+      } else if (f16) {
+        Accum2F16Avx2(pa, pb, reinterpret_cast<const uint16_t*>(vh) + j0 * hv, hv, common - j0, qa.out, qu.out);
+      } else {
+        Accum2F32Avx2(pa, pb, reinterpret_cast<const float*>(vh) + j0 * hv, hv, common - j0, qa.out, qu.out);
+      }
+      if (pj1 > common) rows(qa, common, pj1);
+      if (j1 > common) rows(qu, common, j1);
+      pending = -1;
     }
+    if (pending >= 0) rows(queries[pending], pj0, pj1);
   }
 }
 

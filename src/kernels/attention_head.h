@@ -56,8 +56,10 @@ struct AttnQuery {
 
 // AttendHead for several queries of one kv head (the heads of a GQA group, consecutive tokens of a
 // prefill): each KV block is visited once for all of them while it is in L1, instead of once per
-// query. Each query's results are bitwise those of its own AttendHead call — the same per-block calls
-// with the same arguments in the same order; only the interleaving between queries changes.
+// query; an F16 block two or more queries see is widened to f32 once for all of them, and V is
+// accumulated for pairs of queries sharing each loaded vector. Each query's results are bitwise
+// those of its own AttendHead call — per query the same operations on the same values in the same
+// order; only the interleaving between queries changes.
 void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, float scale);
 
 }  // namespace ember::kernels

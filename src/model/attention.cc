@@ -15,7 +15,8 @@ namespace ember {
 namespace {
 
 // Queries computed together against one kv head (a GQA group times a few consecutive tokens): each
-// KV block is then read from memory once per tile instead of once per query.
+// KV block is then read from memory (and an F16 one widened to f32) once per tile instead of once per
+// query.
 constexpr int64_t kTileQueries = 16;
 constexpr int64_t kTileScoreFloats = int64_t{1} << 17;
 

@@ -103,7 +103,23 @@ INSTANTIATE_TEST_SUITE_P(
         // gemma3: window 48 (margin 32) so 300 tokens slide well past it; layers 0, 1 local, 2 global.
         InvCase{"gemma3_q8_0_window48", "--arch gemma3 --tokenizer llama3 --n-layer 3 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 "
                 "--sliding-window 48 --swa-pattern 3 --type q8_0 --seed 7",
-                KvDtype::kF16}),
+                KvDtype::kF16},
+        // Served head shapes (issue #18): a prefill tile widens K/V once and pairs queries, decode
+        // runs one position's GQA group; head_dim 64 / 128, GQA 4 / 8 / 3 / 1, both KV types. F32 weights: a
+        // quantized matmul rounds its input (to int8 / fp16), which would hide a 1-ulp attention change.
+        InvCase{"llama_hd64_gqa4_kvf16", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 8 --n-head-kv 2 "
+                "--head-dim 64 --n-ff 128 --type f32 --seed 12",
+                KvDtype::kF16},
+        InvCase{"llama_hd128_gqa8_kvf16", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 8 --n-head-kv 1 "
+                "--head-dim 128 --n-ff 128 --type f32 --seed 13",
+                KvDtype::kF16},
+        // GQA 3 (the issue's 0.6B shape, H12/KV4): an odd group pairs queries of different positions.
+        InvCase{"llama_hd128_gqa3_kvf16", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 6 --n-head-kv 2 "
+                "--head-dim 128 --n-ff 128 --type f32 --seed 15",
+                KvDtype::kF16},
+        InvCase{"llama_hd128_gqa1_kvf32", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 2 --n-head-kv 2 "
+                "--head-dim 128 --n-ff 128 --type f32 --seed 14",
+                KvDtype::kF32}),
     [](const ::testing::TestParamInfo<InvCase>& info) { return std::string(info.param.name); });
 
 // The view tests' setup: a 2-thread engine (no tokenizer, ubatch 32) on a generated model, a random

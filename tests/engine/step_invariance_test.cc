@@ -135,7 +135,22 @@ INSTANTIATE_TEST_SUITE_P(
                 KvDtype::kF32},
         MixCase{"gemma3_q8_0_window48", "--arch gemma3 --tokenizer llama3 --n-layer 3 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 "
                 "--sliding-window 48 --swa-pattern 3 --type q8_0 --seed 7",
-                KvDtype::kF16}),
+                KvDtype::kF16},
+        // Served head shapes (issue #18): head_dim 64 and 128, GQA 1, 4 and 8, on both KV types, so
+        // the shared K/V widening and paired V accumulation of a prefill tile meet decode's path. F32
+        // weights: a quantized matmul rounds its input, which would hide a 1-ulp attention change.
+        MixCase{"llama_hd64_gqa4_kvf16", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 8 --n-head-kv 2 "
+                "--head-dim 64 --n-ff 128 --type f32 --seed 8",
+                KvDtype::kF16},
+        MixCase{"llama_hd128_gqa8_kvf16", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 8 --n-head-kv 1 "
+                "--head-dim 128 --n-ff 128 --type f32 --seed 9",
+                KvDtype::kF16},
+        MixCase{"llama_hd128_gqa1_kvf32", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 2 --n-head-kv 2 "
+                "--head-dim 128 --n-ff 128 --type f32 --seed 10",
+                KvDtype::kF32},
+        MixCase{"llama_hd64_gqa4_kvf32", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 8 --n-head-kv 2 "
+                "--head-dim 64 --n-ff 128 --type f32 --seed 11",
+                KvDtype::kF32}),
     [](const ::testing::TestParamInfo<MixCase>& info) { return std::string(info.param.name); });
 
 // A slice that cannot run fails alone: the other sequences of the step go on, bitwise as solo runs.

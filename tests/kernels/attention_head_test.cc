@@ -188,49 +188,80 @@ TEST(AttentionHeadTest, OddShapesAndPeakySoftmaxBitwise) {
 }
 
 // AttendHeads over a tile (several consecutive positions x a GQA group, windows giving each query its
-// own key range, an empty range) gives every query exactly its own AttendHead result.
+// own key range, an empty range) gives every query exactly its own AttendHead result. A lone query
+// takes the unshared path (its own conversions, one query at a time); a tile widens F16 blocks once
+// and accumulates V two queries at a time — this is the prefill == decode guarantee.
+void RunTile(bool f16, int hd, int hv, int64_t bs, int group, int64_t window, int64_t tokens, uint32_t seed) {
+  SCOPED_TRACE(std::string(f16 ? "F16" : "F32") + " hd=" + std::to_string(hd) + " hv=" + std::to_string(hv) +
+               " bs=" + std::to_string(bs) + " group=" + std::to_string(group) +
+               " window=" + std::to_string(window) + " tokens=" + std::to_string(tokens));
+  const int64_t n_pos = 150;
+  const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, seed);
+  const HeadCtx ctx{&kv, 0};
+  AttnKvHead head;
+  head.head_dim_k = hd;
+  head.head_dim_v = hv;
+  head.block_size = bs;
+  head.f16 = f16;
+  head.ctx = &ctx;
+  head.block = Block;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Tiles starting at a block's first row, mid-block, straddling block boundaries, and at the end.
+  for (int64_t p0 : {int64_t{0}, int64_t{13}, bs - 2, 2 * bs - 1, int64_t{60}, n_pos - tokens}) {
+    const int64_t t = std::min<int64_t>(tokens, n_pos - p0);
+    const int nq = static_cast<int>(t) * group;
+    const auto q = RandomFloats(static_cast<size_t>(nq * hd), seed + static_cast<uint32_t>(p0), 2.0f);
+    std::vector<float> scores(static_cast<size_t>(nq * n_pos)), outs(static_cast<size_t>(nq * hv), 7.0f);
+    std::vector<uint16_t> half(static_cast<size_t>(nq * (n_pos + hd)));
+    std::vector<AttnQuery> qs(static_cast<size_t>(nq));
+    for (int i = 0; i < nq; ++i) {
+      const int64_t p = p0 + i / group;
+      qs[i] = {q.data() + i * hd, window > 0 ? std::max<int64_t>(0, p - window + 1) : 0, p + 1,
+               scores.data() + i * n_pos, half.data() + i * (n_pos + hd), outs.data() + i * hv};
+    }
+    const bool empty = p0 == n_pos - tokens && nq > 1;
+    if (empty) qs[1].n_keys = qs[1].k0;  // an empty range: out must be zeros
+    AttendHeads(head, qs.data(), nq, scale);
+    for (int i = 0; i < nq; ++i) {
+      std::vector<float> sc(static_cast<size_t>(n_pos)), one(static_cast<size_t>(hv), -3.0f);
+      std::vector<uint16_t> hf(static_cast<size_t>(n_pos + hd));
+      AttendHead(head, qs[i].q, qs[i].k0, qs[i].n_keys, scale, sc.data(), hf.data(), one.data());
+      ASSERT_EQ(0, std::memcmp(one.data(), qs[i].out, hv * sizeof(float))) << "p0=" << p0 << " query " << i;
+    }
+    if (empty) {
+      for (int j = 0; j < hv; ++j) ASSERT_EQ(qs[1].out[j], 0.0f);
+    }
+  }
+}
+
 TEST(AttentionHeadTest, TiledQueriesEqualSingleQueries) {
   uint32_t seed = 501;
   for (bool f16 : {true, false}) {
-    for (int64_t window : {0, 20}) {
-      const int hd = 64, hv = 64, group = 4;
-      const int64_t bs = 16, n_pos = 97;
-      const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, seed);
-      const HeadCtx ctx{&kv, 0};
-      AttnKvHead head;
-      head.head_dim_k = hd;
-      head.head_dim_v = hv;
-      head.block_size = bs;
-      head.f16 = f16;
-      head.ctx = &ctx;
-      head.block = Block;
-      const float scale = 0.125f;
-      for (int64_t p0 : {0, 13, 60, 90}) {
-        const int64_t tokens = std::min<int64_t>(5, n_pos - p0);
-        const int nq = static_cast<int>(tokens) * group;
-        const auto q = RandomFloats(static_cast<size_t>(nq * hd), seed + static_cast<uint32_t>(p0), 2.0f);
-        std::vector<float> scores(static_cast<size_t>(nq * n_pos)), outs(static_cast<size_t>(nq * hv), 7.0f);
-        std::vector<uint16_t> half(static_cast<size_t>(nq * (n_pos + hd)));
-        std::vector<AttnQuery> qs(static_cast<size_t>(nq));
-        for (int i = 0; i < nq; ++i) {
-          const int64_t p = p0 + i / group;
-          qs[i] = {q.data() + i * hd, window > 0 ? std::max<int64_t>(0, p - window + 1) : 0, p + 1,
-                   scores.data() + i * n_pos, half.data() + i * (n_pos + hd), outs.data() + i * hv};
-        }
-        if (p0 == 90) qs[1].n_keys = qs[1].k0;  // an empty range: out must be zeros
-        AttendHeads(head, qs.data(), nq, scale);
-        for (int i = 0; i < nq; ++i) {
-          std::vector<float> sc(static_cast<size_t>(n_pos)), one(static_cast<size_t>(hv), -3.0f);
-          std::vector<uint16_t> hf(static_cast<size_t>(n_pos + hd));
-          AttendHead(head, qs[i].q, qs[i].k0, qs[i].n_keys, scale, sc.data(), hf.data(), one.data());
-          ASSERT_EQ(0, std::memcmp(one.data(), qs[i].out, hv * sizeof(float)))
-              << (f16 ? "F16" : "F32") << " window=" << window << " p0=" << p0 << " query " << i;
-        }
-        if (p0 == 90) {
-          for (int j = 0; j < hv; ++j) ASSERT_EQ(qs[1].out[j], 0.0f);
+    for (auto [hd, hv] : {std::pair{64, 64}, std::pair{128, 128}}) {
+      for (int group : {1, 4, 8}) {
+        for (int64_t window : {0, 20}) {
+          for (int64_t tokens : {int64_t{1}, int64_t{5}, std::max<int64_t>(1, 16 / group)}) {
+            RunTile(f16, hd, hv, 32, group, window, tokens, seed);
+            seed += 31;
+          }
         }
       }
-      seed += 31;
+    }
+  }
+}
+
+// Tiles on shapes that mix the shared and unshared paths: K rows too narrow for the AVX2 score kernel
+// (no shared K widening) but V rows that take it, K/V width mismatches, odd block sizes.
+TEST(AttentionHeadTest, TiledQueriesEqualSingleQueriesOddShapes) {
+  uint32_t seed = 9001;
+  for (bool f16 : {true, false}) {
+    for (auto [hd, hv] : {std::pair{80, 80}, std::pair{128, 64}, std::pair{64, 72}, std::pair{36, 36},
+                          std::pair{16, 16}, std::pair{256, 256}}) {
+      for (int64_t bs : {16, 7}) {
+        RunTile(f16, hd, hv, bs, 3, 0, 5, seed);
+        RunTile(f16, hd, hv, bs, 2, 9, 4, seed + 1);
+        seed += 17;
+      }
     }
   }
 }
