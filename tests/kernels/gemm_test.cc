@@ -163,7 +163,7 @@ TEST(GemmTest, MatMulUsingGemmIsBatchInvariant) {
   ThreadPool* pools[] = {&one, &two, &three};
   for (GgmlType type : TypesWithGemm()) {
     const int64_t n_in = TypeInfo(type).block_elems == 256 ? 512 : 288;
-    for (int64_t n_out : {5, 8, 13, 37, 67}) {
+    for (int64_t n_out : {5, 8, 13, 37, 67, 300}) {  // 300: several GEMM row blocks
       SCOPED_TRACE(std::string(GgmlTypeName(type)) + " n_out=" + std::to_string(n_out));
       const size_t row_bytes = RowBytes(type, static_cast<uint64_t>(n_in));
       const std::vector<uint8_t> bytes = MakeRows(type, n_in, n_out, row_bytes, static_cast<uint32_t>(n_out));
@@ -184,6 +184,58 @@ TEST(GemmTest, MatMulUsingGemmIsBatchInvariant) {
       }
     }
   }
+}
+
+// A weight tall enough that one thread's rows span several GEMM row blocks (MatMul's cache blocking):
+// still bitwise the reference.
+TEST(GemmTest, TallWeightSpansRowBlocks) {
+  if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2+FMA+F16C: MatMul uses the row kernels alone";
+  ThreadPool one(1), two(2);
+  for (GgmlType type : TypesWithGemm()) {
+    SCOPED_TRACE(GgmlTypeName(type));
+    const int64_t n_in = TypeInfo(type).block_elems == 256 ? 256 : 64, n_out = 2100 + 5, n_tok = 19;
+    const size_t rb = RowBytes(type, static_cast<uint64_t>(n_in));
+    const std::vector<uint8_t> bytes = MakeRows(type, n_in, n_out, rb, 5);
+    const WeightView w{type, bytes.data(), n_in, n_out, rb};
+    const std::vector<float> x = MakeActs(n_in, n_tok, 6);
+    std::vector<float> ref(static_cast<size_t>(n_out * n_tok)), got(ref.size());
+    MatMulReference(w, x.data(), n_tok, ref.data());
+    for (ThreadPool* pool : {&one, &two}) {
+      MatMul(w, x.data(), n_tok, got.data(), *pool);
+      EXPECT_TRUE(BitwiseEqual(got, ref)) << "threads=" << pool->size();
+    }
+  }
+}
+
+// MatMulShared (q/k/v-like weights reading one x, their row ranges cut at boundaries that are not
+// multiples of 8) with the GEMM kernels on and off: the same bits.
+TEST(GemmTest, SharedMatMulSameWithGemmOff) {
+  if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2+FMA+F16C: MatMul uses the row kernels alone";
+  ThreadPool two(2);
+  const int64_t n_in = 256, n_tok = 37;
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<WeightView> views;
+  const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0};
+  const int64_t outs[] = {45, 21, 99};
+  for (int i = 0; i < 3; ++i) {
+    const size_t rb = RowBytes(types[i], n_in);
+    bytes.push_back(MakeRows(types[i], n_in, outs[i], rb, 70 + i));
+    views.push_back(WeightView{types[i], bytes.back().data(), n_in, outs[i], rb});
+  }
+  const std::vector<float> x = MakeActs(n_in, n_tok, 77);
+  std::vector<float> on[3], off[3];
+  for (bool gemm : {true, false}) {
+    SetGemmEnabled(gemm);
+    MatMulOut mo[3];
+    for (int i = 0; i < 3; ++i) {
+      auto& y = gemm ? on[i] : off[i];
+      y.assign(static_cast<size_t>(outs[i] * n_tok), 0.0f);
+      mo[i] = {&views[i], y.data()};
+    }
+    MatMulShared(mo, 3, x.data(), n_tok, two);
+  }
+  SetGemmEnabled(true);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(BitwiseEqual(on[i], off[i])) << GgmlTypeName(types[i]);
 }
 
 }  // namespace
