@@ -1,9 +1,326 @@
-// AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K (see gemm_kernels.h). Not written yet: no type has one, so MatMul
-// uses the row-dot kernels for every row.
+// AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K (see gemm_kernels.h): 8 weight rows x up to 16 tokens.
+//
+// Layout: one f32 / int32 lane per weight row. Per super-block the 8 rows' quants are transposed on the
+// fly (shared by the whole token tile) so that int32 lane r of a vector holds 4 consecutive quants of
+// row r; each token's matching 4 activation bytes are broadcast, vpmaddubsw gives lane r's products,
+// several of them are summed in int16 while the bounds allow, and vpmaddwd with the per-row sub-block
+// scales widens to int32 lane r. Every (row, token) thus gets its super-block's exact integer sums
+// directly in its lane, and the f32 part is the DotFn's sequence lane-wise:
+//   acc = fma(d * dy, float(isum), acc); acc = fma(-(dmin * dy), float(msum), acc)   (Q4_K/Q5_K)
+// with the products d * dy and -(dmin * dy) formed as the reference forms them (one f32 multiply,
+// then a sign flip), so results are bitwise those of dot_ref.cc.
+//
+// int16 bounds (activations may be anything in [-128, 127]): a vpmaddubsw lane is two products.
+// Q4_K: |2 * 15 * 128| = 3840, 8 summed = 30720. Q5_K: 2 * 31 * 128 = 7936, 4 summed = 31744.
+// Q6_K runs on signed weights (q - 32) against unsigned activations (x + 128): 2 * 255 * 32 = 16320,
+// 2 summed = 32640; the +128 is removed per row with the weights' own sums (see GemmQ6K).
+#include <cmath>
+#include <cstring>
+
+#include "kernels/avx2_util.h"
 #include "kernels/gemm_kernels.h"
 
 namespace ember::kernels::avx2 {
+namespace {
 
-GemmFn KQuantGemmFn(GgmlType) { return nullptr; }
+using V = __m256i;
+
+EMBER_AVX2 inline V Load(const void* p) { return _mm256_loadu_si256(static_cast<const V*>(p)); }
+EMBER_AVX2 inline V Bcast32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// In place: v[r] int32 lane g -> v[g] int32 lane r.
+EMBER_AVX2 inline void Transpose8x8(V* v) {
+  const V t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+  const V t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+  const V t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
+  const V t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
+  const V u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+  const V u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+  const V u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+  const V u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+  v[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+  v[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+  v[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+  v[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+  v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+  v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+  v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+  v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
+// 32 bytes at offset `off` of each of the 8 rows, transposed: v[g] int32 lane r = bytes 4g..4g+3 of row r.
+EMBER_AVX2 inline void LoadTransposed(const uint8_t* const* rp, size_t off, V* v) {
+  for (int r = 0; r < kGemmRows; ++r) v[r] = Load(rp[r] + off);
+  Transpose8x8(v);
+}
+
+// s[r] = 8 int16 (one per sub-block j) of row r -> out[j] = int16 lanes (2r, 2r+1) = s[r][j]: the
+// operand that scales lane r's two int16 partial sums in one vpmaddwd.
+EMBER_AVX2 inline void ScalePairs(const __m128i* s, V* out) {
+  V a[4];
+  for (int k = 0; k < 4; ++k) a[k] = _mm256_set_m128i(s[k + 4], s[k]);
+  const V t0 = _mm256_unpacklo_epi16(a[0], a[1]), t1 = _mm256_unpackhi_epi16(a[0], a[1]);
+  const V t2 = _mm256_unpacklo_epi16(a[2], a[3]), t3 = _mm256_unpackhi_epi16(a[2], a[3]);
+  // u_k: int64 lanes [j=2k rows 0-3, j=2k+1 rows 0-3 | j=2k rows 4-7, j=2k+1 rows 4-7].
+  const V u[4] = {_mm256_unpacklo_epi32(t0, t2), _mm256_unpackhi_epi32(t0, t2), _mm256_unpacklo_epi32(t1, t3),
+                  _mm256_unpackhi_epi32(t1, t3)};
+  for (int k = 0; k < 4; ++k) {
+    out[2 * k] = _mm256_unpacklo_epi16(u[k], u[k]);
+    out[2 * k + 1] = _mm256_unpackhi_epi16(u[k], u[k]);
+  }
+}
+
+// The f16 at offset `off` of each row as 8 f32 lanes (exact, like the reference's conversion).
+EMBER_AVX2 inline __m256 RowHalves(const uint8_t* const* rp, size_t off) {
+  alignas(16) uint16_t h[kGemmRows];
+  for (int r = 0; r < kGemmRows; ++r) h[r] = LoadU16(rp[r] + off);
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// ---- Q4_K / Q5_K --------------------------------------------------------------------------------
+
+// The 12 scale bytes -> 8 six-bit scales (bytes of sc) and 8 six-bit mins (bytes of mn); the same
+// unpacking as the row kernel (ggml's get_scale_min_k4 layout, four bytes at a time).
+inline void ScalesMinsK4(const uint8_t* s, uint64_t* sc, uint64_t* mn) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, s, 4);
+  std::memcpy(&w1, s + 4, 4);
+  std::memcpy(&w2, s + 8, 4);
+  const uint32_t sc_lo = w0 & 0x3f3f3f3fu, mn_lo = w1 & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u);
+  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
+  *mn = mn_lo | (static_cast<uint64_t>(mn_hi) << 32);
+}
+
+// Shifts each 16-bit lane left by `by` (right by -by); a constant after unrolling.
+EMBER_AVX2 inline V ShiftBits(V v, int by) {
+  if (by > 0) return _mm256_slli_epi16(v, by);
+  if (by < 0) return _mm256_srli_epi16(v, -by);
+  return v;
+}
+
+// Per super-block data of 8 rows for Q4_K/Q5_K, shared by the token tile.
+struct K45Block {
+  V w[64];    // [sub-block j][group g]: int32 lane r = quants 4g..4g+3 of sub-block j of row r (u8)
+  V sc[8];    // per j: int16 lanes (2r, 2r+1) = scale of sub-block j of row r
+  V mn[4];    // per pair p: int16 lanes (2r, 2r+1) = (min 2p, min 2p+1) of row r
+  __m256 d, dmin;
+};
+
+template <bool kQ5>
+EMBER_AVX2 void PrepareK45(const uint8_t* const* rp, size_t base, K45Block* blk) {
+  constexpr size_t kQs = kQ5 ? 48 : 16;
+  const V low4 = _mm256_set1_epi8(0x0F);
+  V qh[8];
+  if constexpr (kQ5) LoadTransposed(rp, base + 16, qh);
+  for (int c = 0; c < 4; ++c) {
+    V q[8];
+    LoadTransposed(rp, base + kQs + 32 * c, q);
+    for (int g = 0; g < 8; ++g) {
+      V lo = _mm256_and_si256(q[g], low4), hi = _mm256_and_si256(_mm256_srli_epi16(q[g], 4), low4);
+      if constexpr (kQ5) {
+        // Bits 2c and 2c+1 of qh moved to bit 4 (16-bit shifts; the mask drops cross-byte bits).
+        const V m10 = _mm256_set1_epi8(0x10);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(ShiftBits(qh[g], 4 - 2 * c), m10));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(ShiftBits(qh[g], 3 - 2 * c), m10));
+      }
+      blk->w[16 * c + g] = lo;
+      blk->w[16 * c + 8 + g] = hi;
+    }
+  }
+  __m128i sc16[8];
+  V mn[4];
+  for (int r = 0; r < kGemmRows; ++r) {
+    uint64_t scb, mnb;
+    ScalesMinsK4(rp[r] + base + 4, &scb, &mnb);
+    sc16[r] = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(scb)));
+    // As 4 int32 (min 2p, min 2p+1) pairs; rows r and r + 4 share a vector until the transpose.
+    const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mnb)));
+    if (r < 4) mn[r] = _mm256_castsi128_si256(m);
+    else mn[r - 4] = _mm256_inserti128_si256(mn[r - 4], m, 1);
+  }
+  ScalePairs(sc16, blk->sc);
+  const V t0 = _mm256_unpacklo_epi32(mn[0], mn[1]), t1 = _mm256_unpackhi_epi32(mn[0], mn[1]);
+  const V t2 = _mm256_unpacklo_epi32(mn[2], mn[3]), t3 = _mm256_unpackhi_epi32(mn[2], mn[3]);
+  blk->mn[0] = _mm256_unpacklo_epi64(t0, t2);
+  blk->mn[1] = _mm256_unpackhi_epi64(t0, t2);
+  blk->mn[2] = _mm256_unpacklo_epi64(t1, t3);
+  blk->mn[3] = _mm256_unpackhi_epi64(t1, t3);
+  blk->d = RowHalves(rp, base);
+  blk->dmin = RowHalves(rp, base + 2);
+}
+
+template <bool kQ5>
+EMBER_AVX2 void GemmK45(const uint8_t* rows, size_t row_bytes, int64_t n_in, const ActRow* acts, int n_acts,
+                        float* out, int64_t stride) {
+  constexpr size_t kBytes = kQ5 ? 176 : 144;
+  const uint8_t* rp[kGemmRows];
+  for (int r = 0; r < kGemmRows; ++r) rp[r] = rows + r * row_bytes;
+  K45Block blk;
+  __m256 acc[kGemmMaxTile];
+  V isum[kGemmMaxTile];
+  for (int t = 0; t < n_acts; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n_in / 256; ++b) {
+    PrepareK45<kQ5>(rp, static_cast<size_t>(b) * kBytes, &blk);
+    for (int j = 0; j < 8; ++j) {
+      const V* w = blk.w + 8 * j;
+      const V w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7];
+      const V sc = blk.sc[j];
+      for (int t = 0; t < n_acts; ++t) {
+        const int8_t* x = acts[t].q + b * 256 + 32 * j;
+        V s;
+        if constexpr (kQ5) {  // 4 products per int16 at most: two vpmaddwd
+          const V a = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w0, Bcast32(x)),
+                                                        _mm256_maddubs_epi16(w1, Bcast32(x + 4))),
+                                       _mm256_add_epi16(_mm256_maddubs_epi16(w2, Bcast32(x + 8)),
+                                                        _mm256_maddubs_epi16(w3, Bcast32(x + 12))));
+          const V c = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w4, Bcast32(x + 16)),
+                                                        _mm256_maddubs_epi16(w5, Bcast32(x + 20))),
+                                       _mm256_add_epi16(_mm256_maddubs_epi16(w6, Bcast32(x + 24)),
+                                                        _mm256_maddubs_epi16(w7, Bcast32(x + 28))));
+          s = _mm256_add_epi32(_mm256_madd_epi16(a, sc), _mm256_madd_epi16(c, sc));
+        } else {  // 8 products per int16 fit: one vpmaddwd
+          const V a = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w0, Bcast32(x)),
+                                                        _mm256_maddubs_epi16(w1, Bcast32(x + 4))),
+                                       _mm256_add_epi16(_mm256_maddubs_epi16(w2, Bcast32(x + 8)),
+                                                        _mm256_maddubs_epi16(w3, Bcast32(x + 12))));
+          const V c = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w4, Bcast32(x + 16)),
+                                                        _mm256_maddubs_epi16(w5, Bcast32(x + 20))),
+                                       _mm256_add_epi16(_mm256_maddubs_epi16(w6, Bcast32(x + 24)),
+                                                        _mm256_maddubs_epi16(w7, Bcast32(x + 28))));
+          s = _mm256_madd_epi16(_mm256_add_epi16(a, c), sc);
+        }
+        isum[t] = j == 0 ? s : _mm256_add_epi32(isum[t], s);
+      }
+    }
+    for (int t = 0; t < n_acts; ++t) {
+      // Sub-block sums S_j = sum16[2j] + sum16[2j+1]; hadd gives [S0 S1 S4 S5 | S2 S3 S6 S7] and
+      // packs makes (S_2p, S_2p+1) int16 pairs: int32 lanes [P0 P2 . . | P1 P3 . .].
+      const int32_t* bs = acts[t].sum + b * 16;
+      const V h = _mm256_hadd_epi32(Load(bs), Load(bs + 8));
+      const V pk = _mm256_packs_epi32(h, h);
+      const V p0 = _mm256_permutevar8x32_epi32(pk, _mm256_set1_epi32(0));
+      const V p1 = _mm256_permutevar8x32_epi32(pk, _mm256_set1_epi32(4));
+      const V p2 = _mm256_permutevar8x32_epi32(pk, _mm256_set1_epi32(1));
+      const V p3 = _mm256_permutevar8x32_epi32(pk, _mm256_set1_epi32(5));
+      const V msum = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(blk.mn[0], p0), _mm256_madd_epi16(blk.mn[1], p1)),
+                                      _mm256_add_epi32(_mm256_madd_epi16(blk.mn[2], p2), _mm256_madd_epi16(blk.mn[3], p3)));
+      const __m256 dy = _mm256_set1_ps(acts[t].d[b]);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(blk.d, dy), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_xor_ps(_mm256_mul_ps(blk.dmin, dy), sign), _mm256_cvtepi32_ps(msum), acc[t]);
+    }
+  }
+  for (int t = 0; t < n_acts; ++t) _mm256_storeu_ps(out + t * stride, acc[t]);
+}
+
+// ---- Q6_K ---------------------------------------------------------------------------------------
+
+// Per super-block data of 8 rows for Q6_K.
+struct Q6KBlock {
+  V w[64];    // [part P][group g]: int32 lane r = signed quants (q - 32) 32P + 4g.. of row r
+  V sc[16];   // per 16-element sub-block: int16 lanes (2r, 2r+1) = its int8 scale in row r
+  V corr;     // lane r: 128 * sum_s sc[s] * sum(q - 32 over s): what the +128 on activations adds
+  __m256 d;
+};
+
+// The integer dot of the prepared block with one token's activations given as unsigned bytes
+// (x + 128). Sub-block 2P + (g >= 4) scales groups g of part P; two groups per int16 fit.
+EMBER_AVX2 inline V DotQ6KBlock(const Q6KBlock& blk, int p, const uint8_t* xu) {
+  const V* w = blk.w + 8 * p;
+  auto pair = [&](int g) {
+    const int8_t* x = reinterpret_cast<const int8_t*>(xu + 32 * p + 4 * g);
+    return _mm256_add_epi16(_mm256_maddubs_epi16(Bcast32(x), w[g]), _mm256_maddubs_epi16(Bcast32(x + 4), w[g + 1]));
+  };
+  const V s0 = blk.sc[2 * p], s1 = blk.sc[2 * p + 1];
+  return _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(pair(0), s0), _mm256_madd_epi16(pair(2), s0)),
+                          _mm256_add_epi32(_mm256_madd_epi16(pair(4), s1), _mm256_madd_epi16(pair(6), s1)));
+}
+
+EMBER_AVX2 void PrepareQ6K(const uint8_t* const* rp, size_t base, Q6KBlock* blk) {
+  const V low4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), k32 = _mm256_set1_epi8(32);
+  for (int h = 0; h < 2; ++h) {
+    V l0[8], l1[8], qh[8];
+    LoadTransposed(rp, base + 64 * h, l0);
+    LoadTransposed(rp, base + 64 * h + 32, l1);
+    LoadTransposed(rp, base + 128 + 32 * h, qh);
+    V* w = blk->w + 32 * h;
+    for (int g = 0; g < 8; ++g) {
+      // Bits 2k, 2k+1 of qh moved to bits 4, 5 (the mask drops what a 16-bit shift carries over).
+      const V q0 = _mm256_or_si256(_mm256_and_si256(l0[g], low4), _mm256_and_si256(_mm256_slli_epi16(qh[g], 4), m30));
+      const V q1 = _mm256_or_si256(_mm256_and_si256(l1[g], low4), _mm256_and_si256(_mm256_slli_epi16(qh[g], 2), m30));
+      const V q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0[g], 4), low4), _mm256_and_si256(qh[g], m30));
+      const V q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1[g], 4), low4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh[g], 2), m30));
+      w[g] = _mm256_sub_epi8(q0, k32);
+      w[8 + g] = _mm256_sub_epi8(q1, k32);
+      w[16 + g] = _mm256_sub_epi8(q2, k32);
+      w[24 + g] = _mm256_sub_epi8(q3, k32);
+    }
+  }
+  __m128i lo[8], hi[8];
+  for (int r = 0; r < kGemmRows; ++r) {
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rp[r] + base + 192));
+    lo[r] = _mm_cvtepi8_epi16(s);
+    hi[r] = _mm_cvtepi8_epi16(_mm_unpackhi_epi64(s, s));
+  }
+  ScalePairs(lo, blk->sc);
+  ScalePairs(hi, blk->sc + 8);
+  // The weights' scaled sums: the dot with an activation of all ones (x + 128 = 1).
+  alignas(32) uint8_t ones[256];
+  std::memset(ones, 1, sizeof(ones));
+  V c = _mm256_setzero_si256();
+  for (int p = 0; p < 8; ++p) c = _mm256_add_epi32(c, DotQ6KBlock(*blk, p, ones));
+  blk->corr = _mm256_slli_epi32(c, 7);
+  blk->d = RowHalves(rp, base + 208);
+}
+
+EMBER_AVX2 void GemmQ6K(const uint8_t* rows, size_t row_bytes, int64_t n_in, const ActRow* acts, int n_acts,
+                        float* out, int64_t stride) {
+  const uint8_t* rp[kGemmRows];
+  for (int r = 0; r < kGemmRows; ++r) rp[r] = rows + r * row_bytes;
+  Q6KBlock blk;
+  alignas(32) uint8_t xu[kGemmMaxTile][256];
+  __m256 acc[kGemmMaxTile];
+  for (int t = 0; t < n_acts; ++t) acc[t] = _mm256_setzero_ps();
+  const V bias = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < n_in / 256; ++b) {
+    PrepareQ6K(rp, static_cast<size_t>(b) * 210, &blk);
+    for (int t = 0; t < n_acts; ++t) {
+      const int8_t* x = acts[t].q + b * 256;
+      for (int i = 0; i < 256; i += 32) {
+        _mm256_store_si256(reinterpret_cast<V*>(xu[t] + i), _mm256_xor_si256(Load(x + i), bias));
+      }
+    }
+    V isum[kGemmMaxTile];
+    for (int p = 0; p < 8; ++p) {
+      for (int t = 0; t < n_acts; ++t) {
+        const V s = DotQ6KBlock(blk, p, xu[t]);
+        isum[t] = p == 0 ? s : _mm256_add_epi32(isum[t], s);
+      }
+    }
+    for (int t = 0; t < n_acts; ++t) {
+      const __m256 dy = _mm256_set1_ps(acts[t].d[b]);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(blk.d, dy), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], blk.corr)), acc[t]);
+    }
+  }
+  for (int t = 0; t < n_acts; ++t) _mm256_storeu_ps(out + t * stride, acc[t]);
+}
+
+}  // namespace
+
+GemmFn KQuantGemmFn(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_K: return GemmK45<false>;
+    case GgmlType::Q5_K: return GemmK45<true>;
+    case GgmlType::Q6_K: return GemmQ6K;
+    default: return nullptr;
+  }
+}
 
 }  // namespace ember::kernels::avx2
