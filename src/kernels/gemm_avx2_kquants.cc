@@ -32,30 +32,29 @@ EMBER_AVX2 inline V Bcast32(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// In place: v[r] int32 lane g -> v[g] int32 lane r.
-EMBER_AVX2 inline void Transpose8x8(V* v) {
-  const V t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
-  const V t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
-  const V t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
-  const V t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
-  const V u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-  const V u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-  const V u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-  const V u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-  v[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-  v[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-  v[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-  v[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-  v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-  v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-  v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-  v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+// a[k] int32 lane g -> out[g] int32 lane k, within each 128-bit half.
+EMBER_AVX2 inline void Transpose4x4x2(const V* a, V* out) {
+  const V t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+  const V t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+  out[0] = _mm256_unpacklo_epi64(t0, t2);
+  out[1] = _mm256_unpackhi_epi64(t0, t2);
+  out[2] = _mm256_unpacklo_epi64(t1, t3);
+  out[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-// 32 bytes at offset `off` of each of the 8 rows, transposed: v[g] int32 lane r = bytes 4g..4g+3 of row r.
+// 32 bytes at offset `off` of each of the 8 rows, transposed: v[g] int32 lane r = bytes 4g..4g+3 of
+// row r. Rows r and r + 4 are loaded into the two halves of one vector (the inserts run on the load
+// ports), so only in-lane 4x4 transposes remain: 16 shuffles instead of a full 8x8's 24.
 EMBER_AVX2 inline void LoadTransposed(const uint8_t* const* rp, size_t off, V* v) {
-  for (int r = 0; r < kGemmRows; ++r) v[r] = Load(rp[r] + off);
-  Transpose8x8(v);
+  V a[4], b[4];
+  for (int k = 0; k < 4; ++k) {
+    a[k] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(rp[k + 4] + off),
+                               reinterpret_cast<const __m128i*>(rp[k] + off));
+    b[k] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(rp[k + 4] + off + 16),
+                               reinterpret_cast<const __m128i*>(rp[k] + off + 16));
+  }
+  Transpose4x4x2(a, v);
+  Transpose4x4x2(b, v + 4);
 }
 
 // s[r] = 8 int16 (one per sub-block j) of row r -> out[j] = int16 lanes (2r, 2r+1) = s[r][j]: the
@@ -82,20 +81,6 @@ EMBER_AVX2 inline __m256 RowHalves(const uint8_t* const* rp, size_t off) {
 }
 
 // ---- Q4_K / Q5_K --------------------------------------------------------------------------------
-
-// The 12 scale bytes -> 8 six-bit scales (bytes of sc) and 8 six-bit mins (bytes of mn); the same
-// unpacking as the row kernel (ggml's get_scale_min_k4 layout, four bytes at a time).
-inline void ScalesMinsK4(const uint8_t* s, uint64_t* sc, uint64_t* mn) {
-  uint32_t w0, w1, w2;
-  std::memcpy(&w0, s, 4);
-  std::memcpy(&w1, s + 4, 4);
-  std::memcpy(&w2, s + 8, 4);
-  const uint32_t sc_lo = w0 & 0x3f3f3f3fu, mn_lo = w1 & 0x3f3f3f3fu;
-  const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u);
-  const uint32_t mn_hi = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u);
-  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
-  *mn = mn_lo | (static_cast<uint64_t>(mn_hi) << 32);
-}
 
 // Shifts each 16-bit lane left by `by` (right by -by); a constant after unrolling.
 EMBER_AVX2 inline V ShiftBits(V v, int by) {
@@ -133,26 +118,45 @@ EMBER_AVX2 void PrepareK45(const uint8_t* const* rp, size_t base, K45Block* blk)
       blk->w[16 * c + 8 + g] = hi;
     }
   }
-  __m128i sc16[8];
-  V mn[4];
-  for (int r = 0; r < kGemmRows; ++r) {
-    uint64_t scb, mnb;
-    ScalesMinsK4(rp[r] + base + 4, &scb, &mnb);
-    sc16[r] = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(scb)));
-    // As 4 int32 (min 2p, min 2p+1) pairs; rows r and r + 4 share a vector until the transpose.
-    const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mnb)));
-    if (r < 4) mn[r] = _mm256_castsi128_si256(m);
-    else mn[r - 4] = _mm256_inserti128_si256(mn[r - 4], m, 1);
+  // Each row's first 16 bytes, rows r and r + 4 in one vector, transposed in-lane: h[0] int32 lane r
+  // = d | dmin << 16, h[1..3] = scale words w0..w2 of row r. The six-bit unpacking of the row kernel
+  // (ggml's get_scale_min_k4 layout, four bytes at a time: sub-blocks 0..3 keep the low 6 bits of
+  // w0 (scales) and w1 (mins), 4..7 take a nibble of w2 plus the top 2 bits of w0 / w1) then runs on
+  // all 8 rows at once, byte j of each result lane being sub-block j.
+  V a[4], h[4];
+  for (int k = 0; k < 4; ++k) {
+    a[k] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(rp[k + 4] + base),
+                               reinterpret_cast<const __m128i*>(rp[k] + base));
   }
-  ScalePairs(sc16, blk->sc);
-  const V t0 = _mm256_unpacklo_epi32(mn[0], mn[1]), t1 = _mm256_unpackhi_epi32(mn[0], mn[1]);
-  const V t2 = _mm256_unpacklo_epi32(mn[2], mn[3]), t3 = _mm256_unpackhi_epi32(mn[2], mn[3]);
-  blk->mn[0] = _mm256_unpacklo_epi64(t0, t2);
-  blk->mn[1] = _mm256_unpackhi_epi64(t0, t2);
-  blk->mn[2] = _mm256_unpacklo_epi64(t1, t3);
-  blk->mn[3] = _mm256_unpackhi_epi64(t1, t3);
-  blk->d = RowHalves(rp, base);
-  blk->dmin = RowHalves(rp, base + 2);
+  Transpose4x4x2(a, h);
+  const V m3f = _mm256_set1_epi8(0x3f), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+  const V sc_lo = _mm256_and_si256(h[1], m3f), mn_lo = _mm256_and_si256(h[2], m3f);
+  const V sc_hi = _mm256_or_si256(_mm256_and_si256(h[3], m0f), _mm256_and_si256(_mm256_srli_epi32(h[1], 2), m30));
+  const V mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(h[3], 4), m0f),
+                                  _mm256_and_si256(_mm256_srli_epi32(h[2], 2), m30));
+  // Byte j of lane r's int32 to int16 lanes (2r, 2r+1), zero-extended (0x80 selects a zero byte);
+  // for the mins bytes 2p' and 2p'+1 of it.
+  const V pick_sc = _mm256_setr_epi8(0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12, -128,
+                                     0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12, -128);
+  const V pick_mn = _mm256_setr_epi8(0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128,
+                                     0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128);
+  for (int j = 0; j < 4; ++j) {
+    const V pick = _mm256_add_epi16(pick_sc, _mm256_set1_epi16(static_cast<int16_t>(j)));
+    blk->sc[j] = _mm256_shuffle_epi8(sc_lo, pick);
+    blk->sc[j + 4] = _mm256_shuffle_epi8(sc_hi, pick);
+  }
+  for (int p = 0; p < 2; ++p) {
+    const V pick = _mm256_add_epi16(pick_mn, _mm256_set1_epi16(static_cast<int16_t>(2 * p)));
+    blk->mn[p] = _mm256_shuffle_epi8(mn_lo, pick);
+    blk->mn[p + 2] = _mm256_shuffle_epi8(mn_hi, pick);
+  }
+  // d and dmin: the low and high halves of h[0]'s lanes, gathered to [d0..7 | dmin0..7].
+  const V dd = _mm256_permute4x64_epi64(
+      _mm256_shuffle_epi8(h[0], _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5,
+                                                 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)),
+      0xD8);
+  blk->d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd));
+  blk->dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
 }
 
 template <bool kQ5>
@@ -229,17 +233,29 @@ struct Q6KBlock {
   __m256 d;
 };
 
-// The integer dot of the prepared block with one token's activations given as unsigned bytes
-// (x + 128). Sub-block 2P + (g >= 4) scales groups g of part P; two groups per int16 fit.
-EMBER_AVX2 inline V DotQ6KBlock(const Q6KBlock& blk, int p, const uint8_t* xu) {
+// The integer dot of part p of the prepared block with one token's activations as unsigned bytes
+// (x + 128), X(i) giving bytes 4i..4i+3 of the part broadcast. Sub-block 2p + (g >= 4) scales
+// group g; two groups (4 products) per int16 lane fit.
+// Activation sources for DotQ6KPart (functors, not lambdas: a lambda does not inherit EMBER_AVX2).
+struct Bcast {
+  const int8_t* x;
+  EMBER_AVX2 V operator()(int i) const { return Bcast32(x + 4 * i); }
+};
+struct Splat {
+  V v;
+  EMBER_AVX2 V operator()(int) const { return v; }
+};
+
+template <typename X>
+EMBER_AVX2 inline V DotQ6KPart(const Q6KBlock& blk, int p, X x) {
   const V* w = blk.w + 8 * p;
-  auto pair = [&](int g) {
-    const int8_t* x = reinterpret_cast<const int8_t*>(xu + 32 * p + 4 * g);
-    return _mm256_add_epi16(_mm256_maddubs_epi16(Bcast32(x), w[g]), _mm256_maddubs_epi16(Bcast32(x + 4), w[g + 1]));
-  };
+  V s[4];
+  for (int i = 0; i < 4; ++i) {
+    s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(x(2 * i), w[2 * i]), _mm256_maddubs_epi16(x(2 * i + 1), w[2 * i + 1]));
+  }
   const V s0 = blk.sc[2 * p], s1 = blk.sc[2 * p + 1];
-  return _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(pair(0), s0), _mm256_madd_epi16(pair(2), s0)),
-                          _mm256_add_epi32(_mm256_madd_epi16(pair(4), s1), _mm256_madd_epi16(pair(6), s1)));
+  return _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s[0], s0), _mm256_madd_epi16(s[1], s0)),
+                          _mm256_add_epi32(_mm256_madd_epi16(s[2], s1), _mm256_madd_epi16(s[3], s1)));
 }
 
 EMBER_AVX2 void PrepareQ6K(const uint8_t* const* rp, size_t base, Q6KBlock* blk) {
@@ -272,10 +288,9 @@ EMBER_AVX2 void PrepareQ6K(const uint8_t* const* rp, size_t base, Q6KBlock* blk)
   ScalePairs(lo, blk->sc);
   ScalePairs(hi, blk->sc + 8);
   // The weights' scaled sums: the dot with an activation of all ones (x + 128 = 1).
-  alignas(32) uint8_t ones[256];
-  std::memset(ones, 1, sizeof(ones));
+  const V ones = _mm256_set1_epi8(1);
   V c = _mm256_setzero_si256();
-  for (int p = 0; p < 8; ++p) c = _mm256_add_epi32(c, DotQ6KBlock(*blk, p, ones));
+  for (int p = 0; p < 8; ++p) c = _mm256_add_epi32(c, DotQ6KPart(*blk, p, Splat{ones}));
   blk->corr = _mm256_slli_epi32(c, 7);
   blk->d = RowHalves(rp, base + 208);
 }
@@ -300,7 +315,8 @@ EMBER_AVX2 void GemmQ6K(const uint8_t* rows, size_t row_bytes, int64_t n_in, con
     V isum[kGemmMaxTile];
     for (int p = 0; p < 8; ++p) {
       for (int t = 0; t < n_acts; ++t) {
-        const V s = DotQ6KBlock(blk, p, xu[t]);
+        const int8_t* x = reinterpret_cast<const int8_t*>(xu[t] + 32 * p);
+        const V s = DotQ6KPart(blk, p, Bcast{x});
         isum[t] = p == 0 ? s : _mm256_add_epi32(isum[t], s);
       }
     }
