@@ -57,22 +57,6 @@ EMBER_AVX2 inline void LoadTransposed(const uint8_t* const* rp, size_t off, V* v
   Transpose4x4x2(b, v + 4);
 }
 
-// s[r] = 8 int16 (one per sub-block j) of row r -> out[j] = int16 lanes (2r, 2r+1) = s[r][j]: the
-// operand that scales lane r's two int16 partial sums in one vpmaddwd.
-EMBER_AVX2 inline void ScalePairs(const __m128i* s, V* out) {
-  V a[4];
-  for (int k = 0; k < 4; ++k) a[k] = _mm256_set_m128i(s[k + 4], s[k]);
-  const V t0 = _mm256_unpacklo_epi16(a[0], a[1]), t1 = _mm256_unpackhi_epi16(a[0], a[1]);
-  const V t2 = _mm256_unpacklo_epi16(a[2], a[3]), t3 = _mm256_unpackhi_epi16(a[2], a[3]);
-  // u_k: int64 lanes [j=2k rows 0-3, j=2k+1 rows 0-3 | j=2k rows 4-7, j=2k+1 rows 4-7].
-  const V u[4] = {_mm256_unpacklo_epi32(t0, t2), _mm256_unpackhi_epi32(t0, t2), _mm256_unpacklo_epi32(t1, t3),
-                  _mm256_unpackhi_epi32(t1, t3)};
-  for (int k = 0; k < 4; ++k) {
-    out[2 * k] = _mm256_unpacklo_epi16(u[k], u[k]);
-    out[2 * k + 1] = _mm256_unpackhi_epi16(u[k], u[k]);
-  }
-}
-
 // The f16 at offset `off` of each row as 8 f32 lanes (exact, like the reference's conversion).
 EMBER_AVX2 inline __m256 RowHalves(const uint8_t* const* rp, size_t off) {
   alignas(16) uint16_t h[kGemmRows];
@@ -279,14 +263,21 @@ EMBER_AVX2 void PrepareQ6K(const uint8_t* const* rp, size_t base, Q6KBlock* blk)
       w[24 + g] = _mm256_sub_epi8(q3, k32);
     }
   }
-  __m128i lo[8], hi[8];
-  for (int r = 0; r < kGemmRows; ++r) {
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rp[r] + base + 192));
-    lo[r] = _mm_cvtepi8_epi16(s);
-    hi[r] = _mm_cvtepi8_epi16(_mm_unpackhi_epi64(s, s));
+  // The 16 int8 scales of each row (rows r and r + 4 paired), transposed in-lane: h[q] int32 lane r =
+  // scales 4q..4q+3 of row r. Scale 4q + i goes to the high byte of int16 lanes (2r, 2r+1) and an
+  // arithmetic shift sign-extends it.
+  V a[4], h[4];
+  for (int k = 0; k < 4; ++k) {
+    a[k] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(rp[k + 4] + base + 192),
+                               reinterpret_cast<const __m128i*>(rp[k] + base + 192));
   }
-  ScalePairs(lo, blk->sc);
-  ScalePairs(hi, blk->sc + 8);
+  Transpose4x4x2(a, h);
+  const V pick = _mm256_setr_epi8(-128, 0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12,
+                                  -128, 0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12);
+  for (int i = 0; i < 4; ++i) {
+    const V pi = _mm256_add_epi16(pick, _mm256_set1_epi16(static_cast<int16_t>(i << 8)));
+    for (int q = 0; q < 4; ++q) blk->sc[4 * q + i] = _mm256_srai_epi16(_mm256_shuffle_epi8(h[q], pi), 8);
+  }
   // The weights' scaled sums: the dot with an activation of all ones (x + 128 = 1).
   const V ones = _mm256_set1_epi8(1);
   V c = _mm256_setzero_si256();
