@@ -217,25 +217,15 @@ struct Q6KBlock {
   __m256 d;
 };
 
-// The integer dot of part p of the prepared block with one token's activations as unsigned bytes
-// (x + 128), X(i) giving bytes 4i..4i+3 of the part broadcast. Sub-block 2p + (g >= 4) scales
-// group g; two groups (4 products) per int16 lane fit.
-// Activation sources for DotQ6KPart (functors, not lambdas: a lambda does not inherit EMBER_AVX2).
-struct Bcast {
-  const int8_t* x;
-  EMBER_AVX2 V operator()(int i) const { return Bcast32(x + 4 * i); }
-};
-struct Splat {
-  V v;
-  EMBER_AVX2 V operator()(int) const { return v; }
-};
-
-template <typename X>
-EMBER_AVX2 inline V DotQ6KPart(const Q6KBlock& blk, int p, X x) {
+// The integer dot of part p of the prepared block with one token's 32 activations of that part as
+// unsigned bytes (x + 128) at xu. Sub-block 2p + (g >= 4) scales group g; two groups (4 products)
+// per int16 lane fit.
+EMBER_AVX2 inline V DotQ6KPart(const Q6KBlock& blk, int p, const int8_t* xu) {
   const V* w = blk.w + 8 * p;
   V s[4];
   for (int i = 0; i < 4; ++i) {
-    s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(x(2 * i), w[2 * i]), _mm256_maddubs_epi16(x(2 * i + 1), w[2 * i + 1]));
+    s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(Bcast32(xu + 8 * i), w[2 * i]),
+                            _mm256_maddubs_epi16(Bcast32(xu + 8 * i + 4), w[2 * i + 1]));
   }
   const V s0 = blk.sc[2 * p], s1 = blk.sc[2 * p + 1];
   return _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s[0], s0), _mm256_madd_epi16(s[1], s0)),
@@ -278,10 +268,15 @@ EMBER_AVX2 void PrepareQ6K(const uint8_t* const* rp, size_t base, Q6KBlock* blk)
     const V pi = _mm256_add_epi16(pick, _mm256_set1_epi16(static_cast<int16_t>(i << 8)));
     for (int q = 0; q < 4; ++q) blk->sc[4 * q + i] = _mm256_srai_epi16(_mm256_shuffle_epi8(h[q], pi), 8);
   }
-  // The weights' scaled sums: the dot with an activation of all ones (x + 128 = 1).
+  // The weights' scaled sums sum_s sc[s] * sum(q - 32 over s): a sub-block's 4 groups summed in int8
+  // first (4 * [-32, 31] fits), then one vpmaddubsw by ones and one vpmaddwd by the scale.
   const V ones = _mm256_set1_epi8(1);
   V c = _mm256_setzero_si256();
-  for (int p = 0; p < 8; ++p) c = _mm256_add_epi32(c, DotQ6KPart(*blk, p, Splat{ones}));
+  for (int sb = 0; sb < 16; ++sb) {
+    const V* w = blk->w + 4 * sb;
+    const V g = _mm256_add_epi8(_mm256_add_epi8(w[0], w[1]), _mm256_add_epi8(w[2], w[3]));
+    c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, g), blk->sc[sb]));
+  }
   blk->corr = _mm256_slli_epi32(c, 7);
   blk->d = RowHalves(rp, base + 208);
 }
@@ -307,7 +302,7 @@ EMBER_AVX2 void GemmQ6K(const uint8_t* rows, size_t row_bytes, int64_t n_in, con
     for (int p = 0; p < 8; ++p) {
       for (int t = 0; t < n_acts; ++t) {
         const int8_t* x = reinterpret_cast<const int8_t*>(xu[t] + 32 * p);
-        const V s = DotQ6KPart(blk, p, Bcast{x});
+        const V s = DotQ6KPart(blk, p, x);
         isum[t] = p == 0 ? s : _mm256_add_epi32(isum[t], s);
       }
     }
