@@ -104,12 +104,15 @@ KernelTier Ceiling() {
 
 bool g_gemm_enabled = true;  // SetGemmEnabled
 
-// The one place MatMul and MatMulShared choose kernels. The GEMM kernels are AVX2 code, used under an
-// avx2 or avx512 ceiling (bitwise equal to every tier's row kernel, so mixing them is safe).
+// The one place MatMul and MatMulShared choose kernels. The GEMM kernels: the VNNI build under an
+// avx512 ceiling where the CPU and type have one, else the AVX2 build under avx2 or avx512 (all
+// bitwise equal to every tier's row kernel, so mixing them is safe).
 Kernels PickKernels(GgmlType type) {
   Kernels k;
   k.dot = SelectDotFn(type, Ceiling());
-  if (g_gemm_enabled && Ceiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
+  if (!g_gemm_enabled) return k;
+  if (Ceiling() >= KernelTier::kAvx512) k.gemm = VnniGemmFn(type);
+  if (k.gemm == nullptr && Ceiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
   return k;
 }
 

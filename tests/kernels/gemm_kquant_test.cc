@@ -1,5 +1,6 @@
-// The K-quant GEMM kernels (gemm_avx2_kquants.cc) against the scalar reference, bitwise: random and
-// extreme super-blocks, every tile size, odd strides and row pitches, and through MatMul.
+// The K-quant GEMM kernels (gemm_kquants.inc; every build in gemm_builds.h: AVX2, VNNI, VNNI under
+// SIMDe) against the scalar reference, bitwise: random and extreme super-blocks, every tile size, odd
+// strides and row pitches, and through MatMul.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dot_kernels.h"
+#include "kernels/gemm_builds.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/matmul.h"
@@ -137,14 +139,19 @@ GemmFn Gemm(GgmlType type) {
 
 TEST(GemmKQuant, EveryKQuantHasAKernel) {
   for (GgmlType type : kKTypes) EXPECT_NE(Gemm(type), nullptr) << GgmlTypeName(type);
+  for (const testing::GemmBuild& b : testing::GemmBuilds()) {
+    for (GgmlType type : kKTypes) EXPECT_NE(b.fn(type), nullptr) << b.name << " " << GgmlTypeName(type);
+  }
   EXPECT_EQ(avx2::KQuantGemmFn(GgmlType::Q8_0), nullptr);
   EXPECT_EQ(avx2::KQuantGemmFn(GgmlType::F16), nullptr);
 }
 
 // Every (row, token) of one call equals the reference DotFn's, bit for bit, and nothing outside the
 // 8 x n_acts outputs is written.
-void ExpectKernelMatches(GgmlType type, Fill fill, int64_t n_in, size_t pitch_extra, int64_t stride, uint32_t seed) {
-  const GemmFn gemm = Gemm(type);
+void ExpectKernelMatches(GemmFn (*build)(GgmlType), const char* build_name, GgmlType type, Fill fill, int64_t n_in,
+                         size_t pitch_extra, int64_t stride, uint32_t seed) {
+  SCOPED_TRACE(build_name);
+  const GemmFn gemm = build(type);
   ASSERT_NE(gemm, nullptr);
   const DotFn ref = ReferenceDotFn(type);
   const size_t pitch = RowBytes(type, static_cast<uint64_t>(n_in)) + pitch_extra;
@@ -164,20 +171,27 @@ void ExpectKernelMatches(GgmlType type, Fill fill, int64_t n_in, size_t pitch_ex
   }
 }
 
+// The same check for every build of the kernels.
+void ExpectKernelsMatch(GgmlType type, Fill fill, int64_t n_in, size_t pitch_extra, int64_t stride, uint32_t seed) {
+  for (const testing::GemmBuild& b : testing::GemmBuilds()) {
+    ExpectKernelMatches(b.fn, b.name, type, fill, n_in, pitch_extra, stride, seed);
+  }
+}
+
 class GemmKQuantTypeTest : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(GemmKQuantTypeTest, RandomBlocksBitwiseEqualReference) {
   uint32_t seed = 100;
   for (int64_t n_in : {256, 512, 1536, 4096, 256 * 11}) {
-    ExpectKernelMatches(GetParam(), Fill::kRandom, n_in, 0, 8, seed++);
-    ExpectKernelMatches(GetParam(), Fill::kRandom, n_in, 3, 13, seed++);  // odd pitch: unaligned rows
+    ExpectKernelsMatch(GetParam(), Fill::kRandom, n_in, 0, 8, seed++);
+    ExpectKernelsMatch(GetParam(), Fill::kRandom, n_in, 3, 13, seed++);  // odd pitch: unaligned rows
   }
 }
 
 TEST_P(GemmKQuantTypeTest, ExtremeBlocksBitwiseEqualReference) {
   uint32_t seed = 200;
   for (Fill fill : {Fill::kMax, Fill::kMaxPos, Fill::kZeroRows, Fill::kMixed}) {
-    for (int64_t n_in : {256, 1536, 256 * 11}) ExpectKernelMatches(GetParam(), fill, n_in, 1, 9, seed++);
+    for (int64_t n_in : {256, 1536, 256 * 11}) ExpectKernelsMatch(GetParam(), fill, n_in, 1, 9, seed++);
   }
 }
 
@@ -189,8 +203,9 @@ TEST_P(GemmKQuantTypeTest, MaxBlocksGiveTheExactProduct) {
   const size_t pitch = RowBytes(type, n_in);
   const std::vector<uint8_t> w = MakeRows(type, Fill::kMax, n_in, kGemmRows, pitch, 1);
   const Acts a = MakeActs(Fill::kMax, n_in, 1, 2);
+  for (const testing::GemmBuild& b : testing::GemmBuilds()) {
   float got[8];
-  Gemm(type)(w.data(), pitch, n_in, a.rows.data(), 1, got, 8);
+  b.fn(type)(w.data(), pitch, n_in, a.rows.data(), 1, got, 8);
   // Q4_K: 15 * 63 * -128 * 256 * 1.5 * dy - 0.75 * 63 * -128 * 256 * dy; Q5_K with 31;
   // Q6_K: (63 - 32) * 127 * -128 * 256 * 1.5 * dy.
   const double dy = a.d[0];
@@ -201,7 +216,8 @@ TEST_P(GemmKQuantTypeTest, MaxBlocksGiveTheExactProduct) {
     const double q = type == GgmlType::Q4_K ? 15 : 31;
     want = q * 63 * -128 * 256 * 1.5 * dy - 0.75 * 63 * -128 * 256 * dy;
   }
-  for (int r = 0; r < 8; ++r) EXPECT_NEAR(got[r], want, 1e-5 * std::fabs(want)) << r;
+  for (int r = 0; r < 8; ++r) EXPECT_NEAR(got[r], want, 1e-5 * std::fabs(want)) << b.name << " " << r;
+  }
 }
 
 TEST_P(GemmKQuantTypeTest, MatMulBitwiseEqualReferenceAndPerToken) {

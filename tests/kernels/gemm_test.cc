@@ -13,6 +13,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dot_kernels.h"
+#include "kernels/gemm_builds.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/matmul.h"
 #include "util/half.h"
@@ -113,11 +114,13 @@ TEST(GemmTest, KernelMatchesReferenceBitwise) {
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
     EXPECT_NE(Avx2GemmFn(t), nullptr) << GgmlTypeName(t);
   }
+  for (const testing::GemmBuild& build : testing::GemmBuilds()) {
   for (GgmlType type : types) {
-    const GemmFn gemm = Avx2GemmFn(type);
+    const GemmFn gemm = build.fn(type);
+    ASSERT_NE(gemm, nullptr) << build.name << " " << GgmlTypeName(type);
     const DotFn ref = ReferenceDotFn(type);
     for (int64_t n_in : InputSizes(type)) {
-      SCOPED_TRACE(std::string(GgmlTypeName(type)) + " n_in=" + std::to_string(n_in));
+      SCOPED_TRACE(std::string(build.name) + " " + GgmlTypeName(type) + " n_in=" + std::to_string(n_in));
       const size_t row_bytes = RowBytes(type, static_cast<uint64_t>(n_in)) + (n_in % 64 == 32 ? 6 : 0);
       const std::vector<uint8_t> rows = MakeRows(type, n_in, kGemmRows, row_bytes, static_cast<uint32_t>(n_in));
       constexpr int kTok = 24;
@@ -151,6 +154,7 @@ TEST(GemmTest, KernelMatchesReferenceBitwise) {
         }
       }
     }
+  }
   }
   EXPECT_GE(types.size(), 5u);
 }
