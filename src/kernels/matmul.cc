@@ -102,7 +102,8 @@ KernelTier Ceiling() {
   return c;
 }
 
-bool g_gemm_enabled = true;  // SetGemmEnabled
+bool g_gemm_enabled = true;       // SetGemmEnabled
+bool g_gemm_vnni_enabled = true;  // SetGemmVnniEnabled
 
 // The one place MatMul and MatMulShared choose kernels. The GEMM kernels: the VNNI build under an
 // avx512 ceiling where the CPU and type have one, else the AVX2 build under avx2 or avx512 (all
@@ -111,7 +112,7 @@ Kernels PickKernels(GgmlType type) {
   Kernels k;
   k.dot = SelectDotFn(type, Ceiling());
   if (!g_gemm_enabled) return k;
-  if (Ceiling() >= KernelTier::kAvx512) k.gemm = VnniGemmFn(type);
+  if (g_gemm_vnni_enabled && Ceiling() >= KernelTier::kAvx512) k.gemm = VnniGemmFn(type);
   if (k.gemm == nullptr && Ceiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
   return k;
 }
@@ -164,6 +165,7 @@ DotFn SelectDotFn(GgmlType type, KernelTier ceiling, KernelTier* tier) {
 }
 
 void SetGemmEnabled(bool enabled) { g_gemm_enabled = enabled; }
+void SetGemmVnniEnabled(bool enabled) { g_gemm_vnni_enabled = enabled; }
 
 const char* MatMulBackendName() {
   KernelTier tier;

@@ -58,6 +58,11 @@ void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* 
 // only while no MatMul runs.
 void SetGemmEnabled(bool enabled);
 
+// Whether MatMul may use the VNNI build of the GEMM kernels where the CPU and ceiling allow it
+// (default: yes); off, it uses the AVX2 build. Bitwise the same; for in-process comparisons like
+// SetGemmEnabled, and set the same way.
+void SetGemmVnniEnabled(bool enabled);
+
 // Which kernel tier MatMul uses for Q8_0 weights on this CPU: "avx512", "avx2" or "scalar" (the
 // best the CPU runs, capped by EMBER_KERNELS=scalar|avx2|avx512; see dot_kernels.h).
 const char* MatMulBackendName();

@@ -160,11 +160,15 @@ TEST(GemmTest, KernelMatchesReferenceBitwise) {
 }
 
 // Through MatMul (which mixes GEMM calls for whole groups of 8 rows with row kernels for the rest):
-// every n_tok in 1..40 and 1..3 threads, bitwise the reference and each token computed alone.
+// every n_tok in 1..40 and 1..3 threads, bitwise the reference and each token computed alone; with
+// the VNNI build (where the CPU has it) and with the AVX2 one.
 TEST(GemmTest, MatMulUsingGemmIsBatchInvariant) {
   if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2+FMA+F16C: MatMul uses the row kernels alone";
   ThreadPool one(1), two(2), three(3);
   ThreadPool* pools[] = {&one, &two, &three};
+  for (bool vnni : {true, false}) {
+  SetGemmVnniEnabled(vnni);
+  SCOPED_TRACE(vnni ? "vnni allowed" : "avx2 gemm");
   for (GgmlType type : TypesWithGemm()) {
     const int64_t n_in = TypeInfo(type).block_elems == 256 ? 512 : 288;
     for (int64_t n_out : {5, 8, 13, 37, 67, 300}) {  // 300: several GEMM row blocks
@@ -188,6 +192,8 @@ TEST(GemmTest, MatMulUsingGemmIsBatchInvariant) {
       }
     }
   }
+  }
+  SetGemmVnniEnabled(true);
 }
 
 // A weight tall enough that one thread's rows span several GEMM row blocks (MatMul's cache blocking):
