@@ -1,9 +1,12 @@
-// AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K (see gemm_kernels.h). Not written yet: no type has one, so MatMul
-// uses the row-dot kernels for every row.
+// The AVX2 build of the K-quant GEMM kernels (gemm_kquants.inc): vpmaddubsw + int16 adds + vpmaddwd
+// by the sub-block scales as the integer dot.
+#include <cstring>
+
+#include "kernels/avx2_util.h"
 #include "kernels/gemm_kernels.h"
 
+#define EMBER_GEMM_TARGET EMBER_AVX2
+#define EMBER_GEMM_VNNI 0
 namespace ember::kernels::avx2 {
-
-GemmFn KQuantGemmFn(GgmlType) { return nullptr; }
-
+#include "kernels/gemm_kquants.inc"
 }  // namespace ember::kernels::avx2

@@ -1,9 +1,12 @@
-// AVX2 GEMM kernels for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (see gemm_kernels.h). Not written yet: no type has one, so MatMul
-// uses the row-dot kernels for every row.
+// The AVX2 build of the 32-element block GEMM kernels (gemm_q32.inc): vpmaddubsw + int16 adds +
+// vpmaddwd as the integer dot.
+#include <cstring>
+
+#include "kernels/avx2_util.h"
 #include "kernels/gemm_kernels.h"
 
+#define EMBER_GEMM_TARGET EMBER_AVX2
+#define EMBER_GEMM_VNNI 0
 namespace ember::kernels::avx2 {
-
-GemmFn Block32GemmFn(GgmlType) { return nullptr; }
-
+#include "kernels/gemm_q32.inc"
 }  // namespace ember::kernels::avx2

@@ -17,7 +17,7 @@
 
 namespace ember::kernels {
 
-inline constexpr int kGemmRows = 8;       // weight rows per call (one AVX2 f32 lane each)
+inline constexpr int kGemmRows = 8;       // weight rows per call (one 256-bit f32 lane each)
 inline constexpr int kGemmMaxTile = 16;   // tokens per call, at most
 
 // out[t * stride + r] = dot(row r, acts[t]) for r < kGemmRows, t < n_acts (1 <= n_acts <=
@@ -29,9 +29,14 @@ using GemmFn = void (*)(const uint8_t* rows, size_t row_bytes, int64_t n_in, con
 // (MatMul then uses the DotFn alone).
 GemmFn Avx2GemmFn(GgmlType type);
 
+// The same kernels with 256-bit vpdpbusd as the integer dot (gemm_vnni.cc); nullptr where there is
+// none or when this CPU lacks what CpuHasAvx512 checks (AVX-512 F/BW/VL/VNNI). Bitwise equal to the
+// AVX2 GEMM and the row kernels.
+GemmFn VnniGemmFn(GgmlType type);
+
 namespace avx2 {
-GemmFn Block32GemmFn(GgmlType type);  // gemm_avx2_q32.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
-GemmFn KQuantGemmFn(GgmlType type);   // gemm_avx2_kquants.cc: Q4_K, Q5_K, Q6_K
+GemmFn Block32GemmFn(GgmlType type);  // gemm_q32.inc via gemm_avx2_q32.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
+GemmFn KQuantGemmFn(GgmlType type);   // gemm_kquants.inc via gemm_avx2_kquants.cc: Q4_K, Q5_K, Q6_K
 }  // namespace avx2
 
 }  // namespace ember::kernels

@@ -28,6 +28,15 @@ bool Supported(GgmlType t) {
 // and a token tile stays in L1 while it meets every row of the block.
 constexpr int64_t kRowBlock = 16;
 
+// Weight bytes per GEMM row block: with a 16-token activation tile (16 x n_in bytes plus scales) it
+// stays within a 512 KiB L2 (Zen 3). Only a speed knob; 64..256 rows measured within noise here.
+constexpr size_t kGemmBlockBytes = 192 << 10;
+
+int64_t GemmRowBlock(size_t row_bytes) {
+  const int64_t rows = static_cast<int64_t>(kGemmBlockBytes / row_bytes) / kGemmRows * kGemmRows;
+  return std::clamp<int64_t>(rows, kGemmRows, 128);
+}
+
 // A row kernel and, where the weight type has one, the multi-row kernel; both compute every
 // (t, o) with the same operation sequence, so which one serves a pair is only a speed choice.
 struct Kernels {
@@ -41,15 +50,23 @@ struct Kernels {
 void RowRange(const Kernels& k, const WeightView& w, const ActBatch& acts, int64_t n_tok, int64_t o0,
               int64_t o1, float* y) {
   if (k.gemm != nullptr && n_tok >= 2) {
+    // Whole groups of 8 rows, a block of them at a time: every token tile passes over the block's rows
+    // (kept in L2) while the tile itself stays in L1/L2, instead of every 8 rows streaming all n_tok
+    // tokens' activations in from L3.
+    const int64_t g1 = o0 + (o1 - o0) / kGemmRows * kGemmRows;
+    const int64_t block = GemmRowBlock(w.row_bytes);
     ActRow tile[kGemmMaxTile];
-    for (; o0 + kGemmRows <= o1; o0 += kGemmRows) {
-      const uint8_t* rows = w.data + o0 * w.row_bytes;
+    for (int64_t ob = o0; ob < g1; ob += block) {
+      const int64_t oe = std::min(g1, ob + block);
       for (int64_t t = 0; t < n_tok; t += kGemmMaxTile) {
         const int n = static_cast<int>(std::min<int64_t>(kGemmMaxTile, n_tok - t));
         for (int j = 0; j < n; ++j) tile[j] = acts.Row(t + j);
-        k.gemm(rows, w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o0, w.n_out);
+        for (int64_t o = ob; o < oe; o += kGemmRows) {
+          k.gemm(w.data + o * w.row_bytes, w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o, w.n_out);
+        }
       }
     }
+    o0 = g1;
     if (o0 >= o1) return;
   }
   ActRow tile[kMaxTile];
@@ -85,12 +102,18 @@ KernelTier Ceiling() {
   return c;
 }
 
-// The one place MatMul and MatMulShared choose kernels. The GEMM kernels are AVX2 code, used under an
-// avx2 or avx512 ceiling (bitwise equal to every tier's row kernel, so mixing them is safe).
+bool g_gemm_enabled = true;       // SetGemmEnabled
+bool g_gemm_vnni_enabled = true;  // SetGemmVnniEnabled
+
+// The one place MatMul and MatMulShared choose kernels. The GEMM kernels: the VNNI build under an
+// avx512 ceiling where the CPU and type have one, else the AVX2 build under avx2 or avx512 (all
+// bitwise equal to every tier's row kernel, so mixing them is safe).
 Kernels PickKernels(GgmlType type) {
   Kernels k;
   k.dot = SelectDotFn(type, Ceiling());
-  if (Ceiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
+  if (!g_gemm_enabled) return k;
+  if (g_gemm_vnni_enabled && Ceiling() >= KernelTier::kAvx512) k.gemm = VnniGemmFn(type);
+  if (k.gemm == nullptr && Ceiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
   return k;
 }
 
@@ -140,6 +163,9 @@ DotFn SelectDotFn(GgmlType type, KernelTier ceiling, KernelTier* tier) {
   if (tier != nullptr) *tier = got;
   return fn;
 }
+
+void SetGemmEnabled(bool enabled) { g_gemm_enabled = enabled; }
+void SetGemmVnniEnabled(bool enabled) { g_gemm_vnni_enabled = enabled; }
 
 const char* MatMulBackendName() {
   KernelTier tier;

@@ -53,6 +53,16 @@ void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_to
 // MatMul falls back to the same scalar kernels on CPUs without AVX2+FMA+F16C.
 void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* y);
 
+// Whether MatMul may use the multi-row GEMM kernels for prefill (default: yes). Results are bitwise the
+// same either way; this exists so benchmarks and tests can compare the two paths in one process. Set it
+// only while no MatMul runs.
+void SetGemmEnabled(bool enabled);
+
+// Whether MatMul may use the VNNI build of the GEMM kernels where the CPU and ceiling allow it
+// (default: yes); off, it uses the AVX2 build. Bitwise the same; for in-process comparisons like
+// SetGemmEnabled, and set the same way.
+void SetGemmVnniEnabled(bool enabled);
+
 // Which kernel tier MatMul uses for Q8_0 weights on this CPU: "avx512", "avx2" or "scalar" (the
 // best the CPU runs, capped by EMBER_KERNELS=scalar|avx2|avx512; see dot_kernels.h).
 const char* MatMulBackendName();

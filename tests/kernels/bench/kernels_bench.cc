@@ -1,9 +1,14 @@
-// Micro-benchmark for the matmul kernels (not part of the test suite). Build by hand:
-//   g++ -std=c++20 -O3 -march=native -I src tests/kernels/bench/kernels_bench.cc \
-//     build-kernels/libember_kernels.a build-kernels/libember_format.a build-kernels/libember_util.a \
+// Micro-benchmark for the matmul kernels (not part of the test suite). Build by hand (one line):
+//   g++ -std=c++20 -O3 -march=native -I src tests/kernels/bench/kernels_bench.cc
+//     build/libember_kernels.a build/libember_format.a build/libember_util.a
 //     -lxxhash -lpthread -o /tmp/kernels_bench
 // Usage: kernels_bench [threads] [n_tok] [decode MiB of weights] [types...]
 // A small MiB (e.g. 2: L2/L3-resident) shows the compute ceiling; 128 shows DRAM streaming.
+//        kernels_bench --prefill [threads] [n_tok] [rounds] [types...]
+// Prefill: the 0.6 B llama's shapes (1536->1536, 1536->512, 1536->4096, 4096->1536), MatMul with the
+// row kernels only vs with the AVX2 GEMM kernels vs with the VNNI GEMM kernels (where the CPU has
+// them; else the AVX2 ones again), interleaved in one process (the machine may be shared), median of
+// `rounds`; prints ms, GMAC/s and the speed-ups over the row path per shape and for the whole layer.
 #include <time.h>
 
 #include <algorithm>
@@ -20,7 +25,94 @@
 using namespace ember;
 using namespace ember::kernels;
 
+namespace {
+
+// Wall time of fn(), or with one thread the owner thread's CPU time (on a shared machine that is
+// what the call would take on an idle core; preemption does not count).
+template <typename Fn>
+double TimeIt(int threads, Fn fn) {
+  timespec c0, c1;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+  return threads == 1 ? (c1.tv_sec - c0.tv_sec) + 1e-9 * (c1.tv_nsec - c0.tv_nsec) : wall;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int Prefill(int argc, char** argv) {
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  const int64_t n_tok = argc > 3 ? std::atoll(argv[3]) : 512;
+  const int rounds = argc > 4 ? std::atoi(argv[4]) : 7;
+  std::vector<std::string> names;
+  for (int i = 5; i < argc; ++i) names.push_back(argv[i]);
+  if (names.empty()) names = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1"};
+  struct Shape { int64_t n_in, n_out, per_layer; };  // per_layer: how many such matmuls a layer runs
+  const Shape shapes[] = {{1536, 1536, 2}, {1536, 512, 2}, {1536, 4096, 2}, {4096, 1536, 1}};
+  ThreadPool pool(threads);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  std::printf("threads=%d n_tok=%lld rounds=%d backend=%s (row kernels) + avx2 gemm + vnni gemm, %s\n", threads,
+              static_cast<long long>(n_tok), rounds, MatMulBackendName(),
+              threads == 1 ? "thread CPU time" : "wall time");
+  for (const auto& name : names) {
+    const GgmlType type = *GgmlTypeFromName(name);
+    double layer_row = 0, layer_gemm = 0, layer_vnni = 0, layer_mac = 0;
+    for (const Shape& sh : shapes) {
+      const size_t rb = RowBytes(type, sh.n_in);
+      std::vector<uint8_t> w(rb * sh.n_out);
+      std::vector<float> row(sh.n_in);
+      for (int64_t o = 0; o < sh.n_out; ++o) {
+        for (auto& f : row) f = nd(rng);
+        (void)Quantize(type, row.data(), &w[o * rb], sh.n_in);
+      }
+      std::vector<float> x(sh.n_in * n_tok);
+      for (auto& f : x) f = nd(rng);
+      const WeightView v{type, w.data(), sh.n_in, sh.n_out, rb};
+      std::vector<float> y(sh.n_out * n_tok), y2(y.size()), y3(y.size());
+      std::vector<double> t_row, t_gemm, t_vnni;
+      for (int r = 0; r <= rounds; ++r) {  // round 0 warms up
+        SetGemmEnabled(false);
+        const double a = TimeIt(threads, [&] { MatMul(v, x.data(), n_tok, y.data(), pool); });
+        SetGemmEnabled(true);
+        SetGemmVnniEnabled(false);
+        const double b = TimeIt(threads, [&] { MatMul(v, x.data(), n_tok, y2.data(), pool); });
+        SetGemmVnniEnabled(true);
+        const double c = TimeIt(threads, [&] { MatMul(v, x.data(), n_tok, y3.data(), pool); });
+        if (r > 0) { t_row.push_back(a); t_gemm.push_back(b); t_vnni.push_back(c); }
+      }
+      if (std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) != 0 ||
+          std::memcmp(y.data(), y3.data(), y.size() * sizeof(float)) != 0) {
+        std::printf("%s %lldx%lld: GEMM and row results differ!\n", name.c_str(), static_cast<long long>(sh.n_in),
+                    static_cast<long long>(sh.n_out));
+        return 1;
+      }
+      const double mr = Median(t_row), mg = Median(t_gemm), mv = Median(t_vnni), mac = 1.0 * sh.n_in * sh.n_out * n_tok;
+      layer_row += sh.per_layer * mr;
+      layer_gemm += sh.per_layer * mg;
+      layer_vnni += sh.per_layer * mv;
+      layer_mac += sh.per_layer * mac;
+      std::printf("%-5s %4lld->%-4lld row %7.2f ms %6.1f GMAC/s | avx2 gemm %7.2f ms %6.1f GMAC/s x%.2f | vnni gemm %7.2f ms %6.1f GMAC/s x%.2f\n",
+                  name.c_str(), static_cast<long long>(sh.n_in), static_cast<long long>(sh.n_out), mr * 1e3,
+                  mac / mr / 1e9, mg * 1e3, mac / mg / 1e9, mr / mg, mv * 1e3, mac / mv / 1e9, mr / mv);
+    }
+    std::printf("%-5s layer      row %7.2f ms %6.1f GMAC/s | avx2 gemm %7.2f ms %6.1f GMAC/s x%.2f | vnni gemm %7.2f ms %6.1f GMAC/s x%.2f (vnni/avx2 x%.2f)\n",
+                name.c_str(), layer_row * 1e3, layer_mac / layer_row / 1e9, layer_gemm * 1e3,
+                layer_mac / layer_gemm / 1e9, layer_row / layer_gemm, layer_vnni * 1e3, layer_mac / layer_vnni / 1e9,
+                layer_row / layer_vnni, layer_gemm / layer_vnni);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--prefill") return Prefill(argc, argv);
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const int64_t n_tok = argc > 2 ? std::atoll(argv[2]) : 1;
   std::vector<std::string> names;
