@@ -40,27 +40,45 @@ const char* SpecModeName(SpecMode m) {
   return "unknown";
 }
 
-DraftPacer::DraftPacer(int draft_max) : max_(std::max(1, draft_max)), len_(max_) {}
+DraftPacer::DraftPacer(int draft_max, double row_cost) : max_(std::max(1, draft_max)), row_cost_(row_cost) {}
 
 int DraftPacer::Next() {
-  if (pause_ > 0) {
-    --pause_;
-    return 0;
+  const double a = std::min(acceptance(), 0.999);
+  int best_k = 0;
+  double best = kMinGain;
+  double expect = 0, ak = 1;  // accepted tokens expected with k drafts; a^k
+  for (int k = 1; k <= max_; ++k) {
+    ak *= a;
+    expect += ak;  // a + a^2 + ... + a^k
+    const double gain = (1 + expect) / (1 + row_cost_ * k);
+    if (gain > best) {
+      best = gain;
+      best_k = k;
+    }
   }
-  return len_;
+  if (best_k > 0) {
+    wait_ = 0;
+    return best_k;
+  }
+  if (++idle_ <= wait_) return 0;
+  idle_ = 0;
+  wait_ = std::min(64, std::max(1, wait_ * 2));
+  return 1;  // a probe: the text may have turned repetitive
 }
 
 void DraftPacer::Record(int drafted, int accepted) {
   if (drafted <= 0) return;
-  if (accepted >= drafted) {
-    len_ = std::min(max_, len_ * 2);
-    misses_ = 0;
-  } else if (accepted > 0) {
-    len_ = std::min(max_, accepted + 1);
-    misses_ = 0;
-  } else {
-    len_ = std::max(1, len_ / 2);
-    if (++misses_ >= 2) pause_ = 1 << std::min(misses_ - 2, 5);
+  // Each accepted token is a success, the first rejected one a failure; every observation fades the
+  // older ones (x0.85: about the last seven count), so the estimate follows the text into and out of
+  // repetitive stretches.
+  constexpr double kDecay = 0.85;
+  for (int i = 0; i < accepted; ++i) {
+    hits_ = kDecay * hits_ + 1;
+    trials_ = kDecay * trials_ + 1;
+  }
+  if (accepted < drafted) {
+    hits_ = kDecay * hits_;
+    trials_ = kDecay * trials_ + 1;
   }
 }
 

@@ -108,8 +108,8 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
     base = seq.n_pos();
     const int64_t left = options.max_tokens - static_cast<int64_t>(r.tokens.size());  // tokens still to emit
     const int64_t room = opts_.n_ctx - base - 1;
-    const int limit = static_cast<int>(std::min<int64_t>({pacer.Next(), left - 1, room}));
-    if (drafter && limit > 0) drafter->Draft(seq.tokens(), tok, limit, &drafts);
+    const int limit = drafter ? static_cast<int>(std::min<int64_t>({pacer.Next(), left - 1, room})) : 0;
+    if (limit > 0) drafter->Draft(seq.tokens(), tok, limit, &drafts);
     if (drafts.empty()) {
       EMBER_ASSIGN_OR_RETURN(logits, Decode(seq, tok));
     } else {

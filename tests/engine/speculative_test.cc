@@ -45,26 +45,37 @@ TEST(NgramDraftTest, ProposesTheContinuationOfTheLongestLatestMatch) {
   EXPECT_EQ(held, (std::vector<int32_t>{42, 3, 1}));
 }
 
-TEST(DraftPacerTest, GrowsOnSuccessAndPausesAfterRepeatedMisses) {
+TEST(DraftPacerTest, DraftsLongWhenDraftsHoldAndBacksOffWhenTheyFail) {
   DraftPacer p(8);
+  const int first = p.Next();
+  EXPECT_GE(first, 1);
+  EXPECT_LT(first, 8);  // a modest start: nothing is known yet
+  for (int i = 0; i < 6; ++i) p.Record(p.Next(), p.Next());  // every draft accepted
   EXPECT_EQ(p.Next(), 8);
-  p.Record(8, 3);  // partly accepted: what was accepted plus one
-  EXPECT_EQ(p.Next(), 4);
-  p.Record(4, 4);  // all accepted: doubles
-  EXPECT_EQ(p.Next(), 8);
-  p.Record(8, 0);  // first miss: halves, no pause
-  EXPECT_EQ(p.Next(), 4);
-  p.Record(4, 0);  // second miss in a row: a pause of one step
-  EXPECT_EQ(p.Next(), 0);
-  EXPECT_EQ(p.Next(), 2);
-  p.Record(2, 0);  // third: two steps
-  EXPECT_EQ(p.Next(), 0);
-  EXPECT_EQ(p.Next(), 0);
-  EXPECT_EQ(p.Next(), 1);
-  p.Record(1, 1);  // a hit ends the streak
-  EXPECT_EQ(p.Next(), 2);
+  EXPECT_GT(p.acceptance(), 0.9);
+  // Every draft rejected: drafting stops, then probes one token after 1, 2, 4, ... idle steps.
+  for (int i = 0; i < 12; ++i) p.Record(std::max(1, p.Next()), 0);
+  EXPECT_LT(p.acceptance(), 0.2);
+  std::vector<int> seq;
+  for (int i = 0; i < 40; ++i) {
+    const int k = p.Next();
+    seq.push_back(k);
+    if (k > 0) p.Record(k, 0);
+  }
+  std::vector<int> probes;
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_LE(seq[static_cast<size_t>(i)], 1);
+    if (seq[static_cast<size_t>(i)] == 1) probes.push_back(i);
+  }
+  ASSERT_GE(probes.size(), 3u);
+  for (size_t i = 2; i < probes.size(); ++i) {
+    EXPECT_GT(probes[i] - probes[i - 1], probes[i - 1] - probes[i - 2]) << "the gaps between probes grow";
+  }
+  // Probes that hit bring drafting back.
+  for (int i = 0; i < 30 && p.Next() < 4; ++i) p.Record(1, 1);
+  EXPECT_GE(p.Next(), 4);
   p.Record(0, 0);  // nothing drafted: no information
-  EXPECT_EQ(p.Next(), 2);
+  EXPECT_GE(p.Next(), 4);
 }
 
 TEST(SpeculativeOptionsTest, BadOptionsAreRefusedByName) {
