@@ -13,8 +13,11 @@
 #include "engine/batch_runner.h"
 #include "engine/drafter.h"
 #include "engine/engine.h"
+#include "engine/grammar_vocabulary.h"
 #include "engine/ngram_draft.h"
 #include "engine_test_util.h"
+#include "grammar/grammar.h"
+#include "grammar/grammar_matcher.h"
 
 namespace ember {
 namespace {
@@ -380,6 +383,61 @@ TEST(SpecGenerateTest, SampledTokensHaveThePlainDistribution) {
     EXPECT_LT(chi2, 4.0 * dof + 20) << "position " << pos + 1 << " dof " << dof;
     EXPECT_GT(dof, 1);
   }
+}
+
+// A grammar-constrained request still writes only sentences of the grammar: a draft the mask forbids has
+// p = 0 and is never accepted. Greedy constrained output equals the plain constrained output; sampled
+// output is a sentence. Drafts are proposed (the target as its own unconstrained draft model, and
+// prompt lookup over a list that repeats).
+TEST(SpecGenerateTest, ConstrainedOutputStaysInTheGrammar) {
+  Models m = MakeModels(kLlama);
+  ASSERT_TRUE(m.target);
+  auto vocab = MakeGrammarVocabulary(*m.target->tokenizer());
+  auto g = grammar::ParseGbnf(R"(root ::= "[" item ("," item)* "]"
+item ::= "\"" [a-z]{1,4} "\"")");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const std::vector<int32_t> prompt = m.target->tokenizer()->Encode("[\"ab\",\"cd\",\"ab\",\"cd\",\"ab\"", true, false);
+  auto text = [&](const std::vector<int32_t>& ids) {
+    std::string t;
+    for (int32_t id : ids) {
+      if (!m.target->tokenizer()->IsEog(id)) t += m.target->tokenizer()->TokenToPiece(id, false);
+    }
+    return t;
+  };
+  auto run = [&](GenerateOptions go) {
+    grammar::GrammarMatcher matcher(*g, vocab);
+    go.constraint = &matcher;
+    auto seq = std::move(m.target->NewSequence()).value();
+    auto r = m.target->Generate(*seq, prompt, go, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(*r) : GenerateResult{};
+  };
+  int64_t drafted = 0;
+  for (int d = 0; d < 2; ++d) {
+    for (float temp : {0.0f, 1.2f}) {
+      for (uint64_t seed : {1, 2}) {
+        GenerateOptions go;
+        go.max_tokens = 60;
+        go.sampling.temperature = temp;
+        go.sampling.seed = seed;
+        const GenerateResult plain = run(go);
+        go.speculative.mode = d == 0 ? SpecMode::kNgram : SpecMode::kDraft;
+        go.speculative.draft_engine = m.target.get();
+        const GenerateResult spec = run(go);
+        const std::string t = text(spec.tokens);
+        if (spec.stop == StopReason::kEog) {
+          EXPECT_TRUE(grammar::Matches(**g, t)) << "'" << t << "'";
+        } else {
+          EXPECT_TRUE(grammar::IsPrefix(**g, t)) << "'" << t << "'";
+        }
+        if (temp == 0) {
+          EXPECT_EQ(spec.tokens, plain.tokens) << "drafter " << d;
+        }
+        drafted += spec.draft_tokens;
+      }
+    }
+  }
+  EXPECT_GT(drafted, 0);
 }
 
 TEST(SpecGenerateTest, DraftModelWithAnotherVocabularyIsRefused) {
