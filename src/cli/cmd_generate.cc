@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "engine/drafter.h"
 #include "engine/engine.h"
 #include "template/chat_template.h"
 #include "util/stopwatch.h"
@@ -16,6 +17,9 @@ namespace {
 
 struct Args {
   std::string model, prompt, kv = "f16", system;
+  std::string spec = "off", draft_model;
+  int draft_max = 8, ngram_min = 2, ngram_max = 4;
+  bool spec_given = false;  // --spec on the command line (else --draft-model implies draft)
   bool chat = false, json = false;
   int64_t n = 128, ubatch = 512;
   int threads = 0;
@@ -59,6 +63,19 @@ Status Run(const Args& a) {
   if (prompt.empty()) return InvalidArgument("the prompt tokenized to nothing");
   EMBER_ASSIGN_OR_RETURN(auto seq, engine->NewSequence());
   GenerateOptions go;
+  EMBER_ASSIGN_OR_RETURN(go.speculative.mode, ParseSpecMode(a.spec));
+  if (!a.draft_model.empty() && !a.spec_given) go.speculative.mode = SpecMode::kDraft;
+  go.speculative.draft_max = a.draft_max;
+  go.speculative.ngram_min = a.ngram_min;
+  go.speculative.ngram_max = a.ngram_max;
+  std::unique_ptr<Engine> draft;
+  if (go.speculative.mode == SpecMode::kDraft) {
+    if (a.draft_model.empty()) return InvalidArgument("--spec draft needs --draft-model PATH");
+    EMBER_ASSIGN_OR_RETURN(draft, Engine::Load(a.draft_model, eo));
+    EMBER_RETURN_IF_ERROR(CheckDraftModel(*engine, *draft));
+    go.speculative.draft_engine = draft.get();
+  }
+  EMBER_RETURN_IF_ERROR(go.speculative.Validate());
   go.max_tokens = a.n;
   go.sampling = a.sp;
   go.ubatch = a.ubatch;
@@ -91,7 +108,8 @@ Status Run(const Args& a) {
                         {"prompt_tokens", r.prompt_tokens}, {"stop", StopReasonName(r.stop)},
                         {"prefill_tok_s", pp}, {"decode_tok_s", tg}, {"ttft_s", r.ttft_s},
                         {"first_token_since_launch_s", first_token_s}, {"load_s", load_s},
-                        {"threads", engine->threads()}};
+                        {"threads", engine->threads()}, {"spec", SpecModeName(go.speculative.mode)},
+                        {"draft_tokens", r.draft_tokens}, {"draft_accepted", r.draft_accepted}};
     std::cout << j.dump() << "\n";
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
@@ -102,6 +120,12 @@ Status Run(const Args& a) {
                "(first token %.3f s after launch, load %.3f s) | stop: %s | threads %d\n",
                static_cast<long long>(r.prompt_tokens), pp, static_cast<long long>(r.decode_tokens), tg, r.ttft_s,
                first_token_s, load_s, StopReasonName(r.stop), engine->threads());
+  if (go.speculative.enabled()) {
+    std::fprintf(stderr, "[ember] speculative %s: %lld drafted, %lld accepted (%.0f %%)\n",
+                 SpecModeName(go.speculative.mode), static_cast<long long>(r.draft_tokens),
+                 static_cast<long long>(r.draft_accepted),
+                 r.draft_tokens > 0 ? 100.0 * static_cast<double>(r.draft_accepted) / static_cast<double>(r.draft_tokens) : 0.0);
+  }
   return Status::Ok();
 }
 
@@ -125,8 +149,19 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--threads", a->threads, "Threads (default: physical cores)");
   c->add_option("--ubatch", a->ubatch, "Prefill chunk size")->capture_default_str();
   c->add_option("--kv", a->kv, "KV cache type: f16 | f32")->capture_default_str();
+  c->add_option("--spec", a->spec,
+                 "Speculative decoding (lossless; docs/speculative.md): off | ngram (prompt lookup) | draft "
+                 "(--draft-model)")
+      ->capture_default_str();
+  c->add_option("--draft-model", a->draft_model,
+                 "Draft model (the target's vocabulary); implies --spec draft unless --spec is given");
+  c->add_option("--draft-max", a->draft_max, "Most tokens drafted per verification (1..32)")->capture_default_str();
+  c->add_option("--draft-ngram-min", a->ngram_min, "Prompt lookup: shortest tail n-gram that may match")
+      ->capture_default_str();
+  c->add_option("--draft-ngram-max", a->ngram_max, "Prompt lookup: longest tail n-gram tried")->capture_default_str();
   c->add_flag("--json", a->json, "Print one JSON object (text, tokens, timings) instead of streaming");
-  c->callback([a, set_exit] {
+  c->callback([a, c, set_exit] {
+    a->spec_given = c->get_option("--spec")->count() > 0;
     Status st = Run(*a);
     if (!st.ok()) std::cerr << "ember generate: " << st.ToString() << "\n";
     set_exit(st.ok() ? 0 : 1);

@@ -12,6 +12,7 @@
 #include "cache/cache_options.h"
 #include "tiered/ssd_paths.h"
 #include "cli/command.h"
+#include "engine/speculative_options.h"
 #include "server/engine_backend.h"
 #include "server/fake_backend.h"
 #include "server/http_server.h"
@@ -177,6 +178,19 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
                   "prefill: a long prompt holds the others' streams up by one chunk per step); 16 to 512")
       ->capture_default_str()->check(CLI::Range(int64_t{server::kMinStepTokens}, int64_t{512}))
       ->envname("EMBER_STEP_TOKENS");
+  cmd->add_option("--spec", o->spec,
+                  "Speculative decoding, lossless (docs/speculative.md): off | ngram (prompt lookup: drafts what "
+                  "followed the reply's last tokens earlier in the context) | draft (--draft-model)")
+      ->capture_default_str()->check(CLI::IsMember({"off", "ngram", "draft"}))->envname("EMBER_SPEC");
+  cmd->add_option("--draft-model", o->draft_model_path,
+                  "Draft model for speculative decoding (must share the model's vocabulary); implies --spec draft")
+      ->envname("EMBER_DRAFT_MODEL");
+  cmd->add_option("--draft-max", o->draft_max, "Most tokens drafted per verification")
+      ->capture_default_str()->check(CLI::Range(1, kMaxDraftTokens))->envname("EMBER_DRAFT_MAX");
+  cmd->add_option("--draft-ngram-min", o->draft_ngram_min, "Prompt lookup: shortest tail n-gram that may match")
+      ->capture_default_str()->check(CLI::Range(1, 64))->envname("EMBER_DRAFT_NGRAM_MIN");
+  cmd->add_option("--draft-ngram-max", o->draft_ngram_max, "Prompt lookup: longest tail n-gram tried")
+      ->capture_default_str()->check(CLI::Range(1, 64))->envname("EMBER_DRAFT_NGRAM_MAX");
   cmd->add_option("--kv-budget", o->kv_budget,
                   "Memory for the KV of running generations plus the RAM prompt cache, e.g. 8G (default: 75% of "
                   "free RAM less the weights, printed at start); a generation that does not fit waits, one that "
@@ -230,8 +244,11 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--responses-ttl", o->responses_ttl_s,
                   "Seconds a stored response is kept (0 = until evicted by size; default 30 days)")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_RESPONSES_TTL");
-  cmd->callback([o, key_file, set_exit, no_ssd, verify, prompt_specials, store_size, seed, no_metrics, no_slots, accepted, tags] {
+  cmd->callback([o, cmd, key_file, set_exit, no_ssd, verify, prompt_specials, store_size, seed, no_metrics, no_slots,
+                 accepted, tags] {
     ServeOptions opts = *o;
+    // --draft-model alone means --spec draft.
+    if (!opts.draft_model_path.empty() && cmd->get_option("--spec")->count() == 0) opts.spec = "draft";
     StatusOr<size_t> store_bytes = ParseByteSize(*store_size);
     if (!store_bytes.ok()) {
       std::fprintf(stderr, "ember serve: --responses-store-size: %s\n", store_bytes.status().message().c_str());

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "engine/drafter.h"
 #include "util/stopwatch.h"
 
 namespace ember {
@@ -17,6 +18,13 @@ struct BatchRunner::Active {
   std::unique_ptr<Sampler> sampler;
   bool decoding = false;          // prompt done; `pending` is the next token to forward
   int32_t pending = 0;
+  // Speculative decoding: the drafter and its pacer (null when off), this step's decode slice
+  // (pending + drafts) and the positions held before it.
+  std::unique_ptr<Drafter> drafter;
+  std::unique_ptr<DraftPacer> pacer;
+  int draft_max = 0;
+  std::vector<int32_t> verify;
+  int64_t base = 0;
   bool waiting_on_share = false;  // this step: an earlier sequence is computing our prefix
   bool finished = false;          // result/status final; released at the next sweep
   bool released = false;          // Run() may return (guarded by mu_)
@@ -41,6 +49,7 @@ BatchRunner::BatchRunner(Engine& engine, BatchRunnerOptions options)
     : engine_(engine), opts_(std::move(options)), env_(opts_.env != nullptr ? opts_.env : Env::Default()) {
   opts_.max_seqs = std::max(1, opts_.max_seqs);
   opts_.step_tokens = std::max<int64_t>(1, opts_.step_tokens);
+  opts_.draft_rows_per_step = std::max(0, opts_.draft_rows_per_step);
   st_.max_seqs = opts_.max_seqs;
   thread_ = std::thread([this] { StepLoop(); });
 }
@@ -73,6 +82,7 @@ StatusOr<BatchJobResult> BatchRunner::Run(BatchJob job) {
     return InvalidArgument("batch: the sequence's tokens are not a prefix of the prompt");
   }
   EMBER_RETURN_IF_ERROR(job.options.sampling.Validate());
+  EMBER_RETURN_IF_ERROR(job.options.speculative.Validate());
   if (job.options.top_logprobs < -1 || job.options.top_logprobs > kMaxTopLogprobs) {
     return InvalidArgument("batch: top_logprobs must be in [-1, " + std::to_string(kMaxTopLogprobs) + "]");
   }
@@ -116,19 +126,23 @@ void BatchRunner::StepLoop() {
   };
   // One turn of Engine::Generate's loop for a sequence whose logits are ready: the same checks in the
   // same order, so the tokens, stop reason and RNG use are those of a solo run.
-  auto sample = [&](Active& a, const float* logits) {
+  // draft >= 0: the row verifies that drafted token (Sampler::SampleDraft).
+  auto sample = [&](Active& a, const float* logits, int32_t draft) {
     GenerateResult& r = a.result.gen;
     const GenerateOptions& o = a.job.options;
     if (static_cast<int64_t>(r.tokens.size()) >= o.max_tokens) return finish(a, StopReason::kLength);
     if (cancelled(a)) return finish(a, StopReason::kCancelled);
     const bool want_lp = o.top_logprobs >= 0;
-    const int32_t t = want_lp ? a.sampler->Sample(logits, o.top_logprobs, &a.lp) : a.sampler->Sample(logits);
+    const int32_t t = draft >= 0 ? a.sampler->SampleDraft(logits, draft, want_lp ? o.top_logprobs : -1, &a.lp)
+                      : want_lp ? a.sampler->Sample(logits, o.top_logprobs, &a.lp)
+                                : a.sampler->Sample(logits);
     if (o.constraint != nullptr) {
       Status accepted = o.constraint->Accept(t);
       if (!accepted.ok()) return fail(a, std::move(accepted));
     }
     a.sampler->Accept(t);
     r.tokens.push_back(t);
+    if (draft >= 0 && t == draft) ++r.draft_accepted;
     if (want_lp) {
       if (o.on_logprobs) o.on_logprobs(a.lp);
       r.logprobs.push_back(a.lp);
@@ -171,10 +185,20 @@ void BatchRunner::StepLoop() {
         a->sampler = std::make_unique<Sampler>(a->job.options.sampling, n_vocab);
         a->sampler->set_constraint(a->job.options.constraint);
         for (int32_t t : a->job.prompt) a->sampler->Accept(t);  // the penalty window sees the whole context
+        if (a->job.options.speculative.enabled() && opts_.draft_rows_per_step > 0) {
+          StatusOr<std::unique_ptr<Drafter>> d = MakeDrafter(a->job.options.speculative);
+          if (!d.ok()) return fail(*a, d.status());
+          a->drafter = std::move(*d);
+          a->draft_max = MaxDraftTokens(engine_, a->job.options.speculative.draft_max);
+          a->pacer = std::make_unique<DraftPacer>(a->draft_max);
+        }
       });
       active.push_back(std::move(a));
     }
-    if (!ctx) ctx = engine_.NewStepContext(prefill_only_budget + opts_.max_seqs, opts_.max_seqs);
+    if (!ctx) {
+      ctx = engine_.NewStepContext(prefill_only_budget + opts_.max_seqs + opts_.draft_rows_per_step, opts_.max_seqs,
+                                   opts_.max_seqs + opts_.draft_rows_per_step);
+    }
 
     // ---- cancellations ----
     for (auto& a : active) {
@@ -254,13 +278,29 @@ void BatchRunner::StepLoop() {
     std::vector<StepSlice> slices;
     std::vector<Active*> owner;
     std::vector<bool> prompt_slice;
-    int64_t decode_rows = 0;
+    int64_t decode_rows = 0, draft_rows = 0;
+    int draft_room = opts_.draft_rows_per_step;
+    const int64_t n_ctx = engine_.options().n_ctx;
     for (auto& a : active) {
       if (!a->decoding) continue;
-      slices.push_back({a->job.seq, std::span<const int32_t>(&a->pending, 1), true});
+      a->base = a->job.seq->n_pos();
+      a->verify.assign(1, a->pending);
+      if (a->drafter) {
+        const int64_t left = a->job.options.max_tokens - static_cast<int64_t>(a->result.gen.tokens.size());
+        const int limit = static_cast<int>(
+            std::min<int64_t>({a->pacer->Next(), left - 1, n_ctx - a->base - 1, draft_room}));
+        if (limit > 0) {
+          guarded(*a, [&] { a->drafter->Draft(a->job.seq->tokens(), a->pending, limit, &a->verify); });
+        }
+        if (a->finished) continue;
+        draft_room -= static_cast<int>(a->verify.size()) - 1;
+      }
+      const bool spec = a->verify.size() > 1;
+      slices.push_back({a->job.seq, a->verify, true, spec});
       owner.push_back(a.get());
       prompt_slice.push_back(false);
-      ++decode_rows;
+      decode_rows += static_cast<int64_t>(a->verify.size());
+      draft_rows += static_cast<int64_t>(a->verify.size()) - 1;
     }
     const int64_t budget = decode_rows > 0 ? opts_.step_tokens : prefill_only_budget;
     int64_t room = std::max<int64_t>(budget - decode_rows, decode_rows > 0 ? 1 : 0);
@@ -282,6 +322,7 @@ void BatchRunner::StepLoop() {
       continue;
     }
     const int64_t t0 = env_->MonotonicMicros();
+    int64_t accepted_rows = 0;
     std::vector<Status> status;
     Status step_status;
     try {
@@ -302,8 +343,26 @@ void BatchRunner::StepLoop() {
         continue;
       }
       if (a.decoding) {
-        ++a.result.gen.decode_tokens;
-        guarded(a, [&] { sample(a, ctx->logits(i)); });
+        // Rows in order, as plain decode would sample them, until a stop or a rejected draft; then the
+        // positions past that row are cut off again (they hold drafts that were not emitted).
+        const int nd = static_cast<int>(a.verify.size()) - 1;
+        const float* rows = ctx->logits(i);
+        int row = 0;
+        for (; row <= nd; ++row) {
+          const int32_t draft = row < nd ? a.verify[static_cast<size_t>(row) + 1] : -1;
+          guarded(a, [&] { sample(a, rows + static_cast<int64_t>(row) * n_vocab, draft); });
+          if (a.finished || a.pending != draft) break;
+        }
+        if (nd > 0) {
+          a.pacer->Record(nd, std::min(row, nd));
+          a.result.gen.draft_tokens += nd;
+          accepted_rows += std::min(row, nd);
+          if (a.job.seq->n_pos() > a.base + 1 + row) {
+            Status st = a.job.seq->TrimTo(a.base + 1 + row);
+            if (!st.ok()) fail(a, std::move(st));
+          }
+        }
+        a.result.gen.decode_tokens += 1 + std::min(row, nd);
         continue;
       }
       a.result.gen.prompt_tokens += static_cast<int64_t>(slices[i].tokens.size());
@@ -313,7 +372,7 @@ void BatchRunner::StepLoop() {
       a.decoding = true;
       guarded(a, [&] {
         if (a.job.on_prompt_done) a.job.on_prompt_done(*a.job.seq);
-        sample(a, ctx->logits(i));
+        sample(a, ctx->logits(i), -1);
       });
     }
     const int64_t t1 = env_->MonotonicMicros();
@@ -328,6 +387,8 @@ void BatchRunner::StepLoop() {
     ++st_.steps;
     st_.step_rows += static_cast<uint64_t>(decode_rows + prompt_rows);
     st_.decode_rows += static_cast<uint64_t>(decode_rows);
+    st_.draft_rows += static_cast<uint64_t>(draft_rows);
+    st_.draft_accepted += static_cast<uint64_t>(accepted_rows);
     st_.prompt_rows += static_cast<uint64_t>(prompt_rows);
     st_.occupancy_sum += slices.size();
     st_.step_seconds += Seconds(t0, t1);

@@ -4,8 +4,9 @@
 // more than one chunk.
 //
 // Each Run() call is one sequence's generation, with exactly the semantics of Engine::Generate (same
-// sampler, same RNG use, same stop rules, logprobs, cancellation), and because the forward pass is
-// batch invariant its tokens and logits are bitwise those of running it alone (the tests compare).
+// sampler, same RNG use, same stop rules, logprobs, cancellation, speculative decoding), and because the
+// forward pass is batch invariant its tokens and logits are bitwise those of running it alone (the
+// tests compare). A speculating sequence's decode slice carries its pending token and its drafts.
 //
 // In-flight prefix sharing: a sequence whose prompt shares a prefix with a sequence admitted before it
 // (same share_key) does not compute that prefix again. While the earlier one is still prefilling the
@@ -39,6 +40,10 @@ struct BatchRunnerOptions {
   // When none is decoding a step may carry up to max(step_tokens, the engine's ubatch) prompt rows.
   int64_t step_tokens = 256;
   Env* env = nullptr;        // clocks (timings, step time) and waits; null: Env::Default()
+  // Speculative decoding (jobs' GenerateOptions::speculative): drafted rows one step may verify, all
+  // sequences together (drafts go to decoding sequences in admission order while this lasts). It sizes
+  // the step's logits buffer: (max_seqs + this) rows of n_vocab floats. 0: no job drafts.
+  int draft_rows_per_step = 32;
 };
 
 struct BatchJob {
@@ -73,6 +78,8 @@ struct BatchRunnerStats {
   uint64_t decode_rows = 0;
   uint64_t prompt_rows = 0;
   uint64_t shared_tokens = 0;    // prompt positions adopted from in-flight sequences
+  uint64_t draft_rows = 0;       // speculative decoding: drafted tokens verified (part of decode_rows)
+  uint64_t draft_accepted = 0;   // ... and accepted
   uint64_t occupancy_sum = 0;    // Σ sequences per step (mean occupancy = occupancy_sum / steps / max_seqs)
   double step_seconds = 0;       // Σ step wall time (forward + sampling)
   double last_step_ms = 0;

@@ -143,8 +143,8 @@ Status Engine::Forward(Sequence& seq, std::span<const int32_t> tokens, LogitsMod
   return Status::Ok();
 }
 
-std::unique_ptr<StepContext> Engine::NewStepContext(int64_t max_tokens, int max_seqs) const {
-  return std::make_unique<StepContext>(*model_, max_tokens, max_seqs, opts_.n_ctx);
+std::unique_ptr<StepContext> Engine::NewStepContext(int64_t max_tokens, int max_seqs, int64_t max_logit_rows) const {
+  return std::make_unique<StepContext>(*model_, max_tokens, max_seqs, opts_.n_ctx, max_logit_rows);
 }
 
 Status Engine::Step(StepContext& ctx, std::span<const StepSlice> slices, std::vector<Status>* status) {
@@ -156,7 +156,7 @@ Status Engine::Step(StepContext& ctx, std::span<const StepSlice> slices, std::ve
   for (size_t i = 0; i < slices.size(); ++i) {
     if (slices[i].seq == nullptr) return InvalidArgument("step: slice without a sequence");
     fs[i] = {&slices[i].seq->kv_, slices[i].tokens.data(), static_cast<int64_t>(slices[i].tokens.size()),
-             slices[i].logits ? LogitsMode::kLast : LogitsMode::kNone};
+             slices[i].all_logits ? LogitsMode::kAll : slices[i].logits ? LogitsMode::kLast : LogitsMode::kNone};
   }
   {
     MutexLock lock(&pool_mu_);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/speculative_options.h"
 #include "engine/step_context.h"
 #include "grammar/token_constraint.h"
 #include "kernels/thread_pool.h"
@@ -100,6 +101,9 @@ struct GenerateOptions {
   // only once it is Complete(); when nothing but the end can follow (OnlyEndCanFollow), generation stops
   // with StopReason::kEog without sampling one more token. Must outlive the call.
   grammar::TokenConstraint* constraint = nullptr;
+  // Speculative decoding (docs/speculative.md): off by default. Lossless: greedy output is bitwise the
+  // same, sampled output has the same distribution; stop rules, logprobs and constraints unchanged.
+  SpeculativeOptions speculative;
 };
 
 struct GenerateResult {
@@ -112,6 +116,9 @@ struct GenerateResult {
   int64_t decode_tokens = 0;
   // With top_logprobs >= 0: one entry per element of `tokens`, same order (logprobs[i].token == tokens[i]).
   std::vector<TokenLogprobs> logprobs;
+  // Speculative decoding: tokens drafted and verified, and how many of them were accepted (emitted).
+  int64_t draft_tokens = 0;
+  int64_t draft_accepted = 0;
 };
 
 // Called with each generated token as soon as it is sampled; return false to stop.
@@ -145,8 +152,9 @@ class Engine {
   StatusOr<GenerateResult> Generate(Sequence& seq, std::span<const int32_t> prompt, const GenerateOptions& options,
                                     const TokenCallback& on_token);
 
-  // A context for Step with room for max_tokens rows and max_seqs slices per step.
-  std::unique_ptr<StepContext> NewStepContext(int64_t max_tokens, int max_seqs) const;
+  // A context for Step with room for max_tokens rows, max_seqs slices and max_logit_rows logit rows
+  // (0: max_seqs) per step.
+  std::unique_ptr<StepContext> NewStepContext(int64_t max_tokens, int max_seqs, int64_t max_logit_rows = 0) const;
   // One forward pass over several sequences (engine/step_context.h): slice i forwards its tokens after
   // its sequence's state; (*status)[i] says how it went — a slice that cannot run (context full, bad
   // token id, KV allocation) fails alone and its sequence is unchanged. Each sequence's KV and logits

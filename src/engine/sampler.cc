@@ -153,15 +153,16 @@ int32_t Sampler::Draw() {
   return cand_.back().id;  // rounding left r just above the total
 }
 
-int32_t Sampler::Choose() {
-  if (params_.temperature <= 0) {
-    // Argmax, lowest id on ties (the first strictly greater wins).
-    size_t best = 0;
-    for (size_t i = 1; i < work_.size(); ++i) {
-      if (work_[i] > work_[best]) best = i;
-    }
-    return static_cast<int32_t>(best);
+int32_t Sampler::Argmax() const {
+  // Lowest id on ties (the first strictly greater wins).
+  size_t best = 0;
+  for (size_t i = 1; i < work_.size(); ++i) {
+    if (work_[i] > work_[best]) best = i;
   }
+  return static_cast<int32_t>(best);
+}
+
+void Sampler::Truncate() {
   cand_.resize(static_cast<size_t>(n_vocab_));
   for (int64_t i = 0; i < n_vocab_; ++i) {
     cand_[static_cast<size_t>(i)] = {static_cast<int32_t>(i), work_[static_cast<size_t>(i)], 0};
@@ -171,7 +172,42 @@ int32_t Sampler::Choose() {
   TopP(params_.top_p);
   MinP(params_.min_p);
   for (Candidate& c : cand_) c.logit /= params_.temperature;
+}
+
+int32_t Sampler::Choose() {
+  if (params_.temperature <= 0) return Argmax();
+  Truncate();
   return Draw();
+}
+
+int32_t Sampler::SampleDraft(const float* logits, int32_t draft, int n_top, TokenLogprobs* out) {
+  std::memcpy(work_.data(), logits, work_.size() * sizeof(float));
+  ApplyBiasAndPenalties();
+  if (constraint_ != nullptr) constraint_->Mask(work_);
+  const bool want_lp = n_top >= 0 && out != nullptr;
+  const double log_z = want_lp ? FillLogprobs(n_top, out) : 0;
+  int32_t tok;
+  if (params_.temperature <= 0) {
+    tok = Argmax();
+  } else {
+    Truncate();
+    ComputeProbs();
+    auto it = std::find_if(cand_.begin(), cand_.end(), [&](const Candidate& c) { return c.id == draft; });
+    const double p_draft = it == cand_.end() ? 0.0 : it->p;
+    std::uniform_real_distribution<double> uni(0.0, 1.0);
+    if (uni(rng_) < p_draft) {
+      tok = draft;  // accepted: min(1, p/q) with q(draft) = 1
+    } else {
+      // Rejected: draw from max(0, p - q) normalised, i.e. p without the draft (Draw renormalises).
+      if (it != cand_.end()) cand_.erase(it);
+      tok = cand_.empty() ? draft : Draw();
+    }
+  }
+  if (want_lp) {
+    out->token = tok;
+    out->logprob = static_cast<float>(static_cast<double>(work_[static_cast<size_t>(tok)]) - log_z);
+  }
+  return tok;
 }
 
 double Sampler::FillLogprobs(int n_top, TokenLogprobs* out) {

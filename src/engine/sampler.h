@@ -79,6 +79,13 @@ class Sampler {
   // The same token as Sample(logits) (same RNG use), plus its log-probabilities: *out gets the
   // sampled token's logprob and the n_top (clamped to [0, kMaxTopLogprobs]) most likely tokens.
   int32_t Sample(const float* logits, int n_top, TokenLogprobs* out);
+  // Speculative decoding (docs/speculative.md): the token to emit where a deterministic drafter proposed
+  // `draft` (its q is one-hot). Greedy: the argmax, as Sample (the draft is accepted iff it is the
+  // argmax). Sampling: `draft` with probability p(draft), else a draw from p with `draft` removed and
+  // renormalised — standard speculative rejection sampling, so the token is distributed exactly as
+  // Sample's (the RNG is used differently). p is Sample's final distribution (bias, penalties, mask,
+  // top-k/top-p/min-p, temperature). n_top/out as Sample's (n_top < 0: no logprobs).
+  int32_t SampleDraft(const float* logits, int32_t draft, int n_top = -1, TokenLogprobs* out = nullptr);
   // Records a token of the sequence (prompt or generated) for the penalty window.
   void Accept(int32_t token);
   void Reset();
@@ -91,6 +98,8 @@ class Sampler {
  private:
   void ApplyBiasAndPenalties();  // on work_
   int32_t Choose();              // the chain after bias/penalties, on work_
+  int32_t Argmax() const;        // of work_, lowest id on ties
+  void Truncate();               // cand_ from work_: top-k -> top-p -> min-p -> temperature
   // The top list from work_ (before the token is known); returns log Σ exp(work_).
   double FillLogprobs(int n_top, TokenLogprobs* out);
   void TopK(int32_t k);

@@ -59,7 +59,6 @@ Status ForwardContext::RunBatch(std::span<const ForwardSlice> slices, kernels::T
   for (size_t i = 0; i < slices.size(); ++i) {
     const ForwardSlice& s = slices[i];
     if (s.kv == nullptr || s.n < 1) return InvalidArgument("forward: slice " + std::to_string(i) + " is empty");
-    if (s.mode == LogitsMode::kAll && !opts_.all_logits) return InvalidArgument("forward: all_logits not enabled");
     for (size_t j = 0; j < i; ++j) {
       if (slices[j].kv == s.kv) return InvalidArgument("forward: one KV state in two slices");
     }

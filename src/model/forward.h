@@ -26,14 +26,16 @@ namespace ember {
 enum class LogitsMode {
   kNone,  // fill the KV state only
   kLast,  // logits of the ubatch's last token
-  kAll,   // logits of every token (needs ForwardOptions::all_logits)
+  kAll,   // logits of every token (rows counted against max_logit_rows unless all_logits)
 };
 
 struct ForwardOptions {
   int64_t max_ubatch = 512;    // most tokens per Run / RunBatch (all slices together)
   int64_t max_ctx = 0;         // most positions a sequence may hold (0: the model's context_length)
   bool all_logits = false;     // size the logits buffer for LogitsMode::kAll
-  int64_t max_logit_rows = 1;  // kLast rows one RunBatch may ask for (one per slice); all_logits: max_ubatch
+  // Logit rows one RunBatch may ask for (a kLast slice takes one, a kAll slice one per token; speculative
+  // verification uses short kAll slices without all_logits); all_logits: max_ubatch.
+  int64_t max_logit_rows = 1;
 };
 
 // One sequence's part of a batched forward: n tokens at positions [kv->n_pos(), kv->n_pos() + n).
@@ -56,7 +58,7 @@ class ForwardContext {
   // slice i went: a slice that cannot run (bad token id, context full, KV allocation failed) is left out
   // with its KV unchanged, and the others run as if it had never been there. The returned Status is an
   // error only when the batch itself is malformed (no slices, rows over max_ubatch, logit rows over
-  // max_logit_rows, one KvState twice, kAll without all_logits); then nothing ran.
+  // max_logit_rows, one KvState twice); then nothing ran.
   Status RunBatch(std::span<const ForwardSlice> slices, kernels::ThreadPool& pool, std::vector<Status>* status);
 
   // Rows of n_vocab logits from the last Run: 1 row (kLast) or n rows (kAll).

@@ -25,6 +25,7 @@
 #include "util/stopwatch.h"
 #include "coldtier/private_dir.h"
 #include "engine/batch_runner.h"
+#include "engine/drafter.h"
 #include "engine/engine.h"
 #include "engine/grammar_vocabulary.h"
 #include "grammar/grammar_matcher.h"
@@ -118,23 +119,27 @@ struct BatchConfig {
   int parallel = 1;
   int64_t step_tokens = 256;
   uint64_t kv_budget_bytes = 0;
+  SpeculativeOptions spec;  // draft_engine: set by the backend to the draft model it owns
 };
 
 class EngineBackend final : public InferenceBackend {
  public:
-  EngineBackend(std::unique_ptr<Engine> engine, std::unique_ptr<TieredCache> tiers, std::string id,
-                double flush_timeout_s, const BatchConfig& batch)
-      : engine_(std::move(engine)), tiers_(std::move(tiers)), id_(std::move(id)),
+  EngineBackend(std::unique_ptr<Engine> engine, std::unique_ptr<Engine> draft, std::unique_ptr<TieredCache> tiers,
+                std::string id, double flush_timeout_s, const BatchConfig& batch)
+      : engine_(std::move(engine)), draft_(std::move(draft)), spec_(batch.spec), tiers_(std::move(tiers)), id_(std::move(id)),
         flush_timeout_s_(flush_timeout_s), parallel_(batch.parallel),
         budget_(KvBudgetOptions{batch.kv_budget_bytes, KvBytesPerPosition(engine_->kv_config()),
                                 engine_->kv_config().block_size},
                 tiers_.get()),
         session_(*engine_, tiers_.get()), lanes_(static_cast<size_t>(std::max(parallel_, 1))) {
     for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i].lane = static_cast<int32_t>(i);
+    spec_.draft_engine = draft_.get();
     if (parallel_ > 1) {
       BatchRunnerOptions bo;
       bo.max_seqs = parallel_;
       bo.step_tokens = batch.step_tokens;
+      // Drafted rows per step: room for four sequences' full drafts (none when speculation is off).
+      bo.draft_rows_per_step = spec_.enabled() ? 4 * spec_.draft_max : 0;
       runner_ = std::make_unique<BatchRunner>(*engine_, bo);
       batched_ = std::make_unique<BatchedSession>(*engine_, *runner_, tiers_.get());
     }
@@ -197,6 +202,7 @@ class EngineBackend final : public InferenceBackend {
     sr.generate.max_tokens = req.max_tokens;
     sr.generate.sampling = ToSampler(req.sampling);
     sr.generate.cancel = req.cancel;
+    sr.generate.speculative = spec_;
     // The admitted reservation counted the whole prompt; what the cache supplies is the cache's memory.
     if (const auto* a = dynamic_cast<const BudgetAdmission*>(req.admission); a != nullptr) {
       sr.on_lookup = [res = a->reservation()](int64_t cached) { res->NoteCached(cached); };
@@ -241,6 +247,12 @@ class EngineBackend final : public InferenceBackend {
     }
     out->prefill_ms = r->gen.prefill_s * 1000;
     out->decode_ms = r->gen.decode_s * 1000;
+    out->draft_tokens = static_cast<int32_t>(r->gen.draft_tokens);
+    out->draft_accepted = static_cast<int32_t>(r->gen.draft_accepted);
+    draft_tokens_.fetch_add(static_cast<uint64_t>(r->gen.draft_tokens), std::memory_order_relaxed);
+    draft_accepted_.fetch_add(static_cast<uint64_t>(r->gen.draft_accepted), std::memory_order_relaxed);
+    decode_tokens_.fetch_add(static_cast<uint64_t>(r->gen.decode_tokens), std::memory_order_relaxed);
+    decode_us_.fetch_add(static_cast<uint64_t>(r->gen.decode_s * 1e6), std::memory_order_relaxed);
     return Status::Ok();
   }
 
@@ -257,6 +269,16 @@ class EngineBackend final : public InferenceBackend {
     b.engine = "ember-cpu";
     b.engine_values = {{"threads", static_cast<double>(engine_->threads()), false},
                        {"context_length", static_cast<double>(engine_->options().n_ctx), false}};
+    if (spec_.enabled()) {  // speculative decoding: acceptance and the decode rate it gives
+      const double drafted = static_cast<double>(draft_tokens_.load(std::memory_order_relaxed));
+      const double accepted = static_cast<double>(draft_accepted_.load(std::memory_order_relaxed));
+      const double dec_s = static_cast<double>(decode_us_.load(std::memory_order_relaxed)) / 1e6;
+      const double dec_n = static_cast<double>(decode_tokens_.load(std::memory_order_relaxed));
+      b.engine_values.push_back({"draft_tokens", drafted, true});
+      b.engine_values.push_back({"draft_accepted", accepted, true});
+      b.engine_values.push_back({"draft_acceptance", drafted > 0 ? accepted / drafted : 0.0, false});
+      b.engine_values.push_back({"decode_tokens_per_second", dec_s > 0 ? dec_n / dec_s : 0.0, false});
+    }
     CacheTierStats ram;
     ram.tier = "ram";
     ram.values = {{"entries", static_cast<double>(s.entries), false}, {"bytes", static_cast<double>(s.bytes), false},
@@ -398,6 +420,9 @@ class EngineBackend final : public InferenceBackend {
 
   // Destruction order matters: the sessions and the runner go before the budget, cache and engine.
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Engine> draft_;  // --draft-model (null without)
+  SpeculativeOptions spec_;
+  std::atomic<uint64_t> draft_tokens_{0}, draft_accepted_{0}, decode_tokens_{0}, decode_us_{0};
   std::unique_ptr<TieredCache> tiers_;
   std::string id_;
   double flush_timeout_s_;
@@ -435,6 +460,16 @@ StatusOr<BatchConfig> BatchConfigFor(const ServeOptions& o, const Engine& engine
   }
   c.parallel = o.parallel;
   c.step_tokens = o.step_tokens;
+  EMBER_ASSIGN_OR_RETURN(c.spec.mode, ParseSpecMode(o.spec));
+  c.spec.draft_max = o.draft_max;
+  c.spec.ngram_min = o.draft_ngram_min;
+  c.spec.ngram_max = o.draft_ngram_max;
+  if (c.spec.mode == SpecMode::kDraft && o.draft_model_path.empty()) {
+    return InvalidArgument("--spec draft needs --draft-model PATH");
+  }
+  if (c.spec.mode != SpecMode::kDraft && !o.draft_model_path.empty()) {
+    return InvalidArgument("--draft-model is used only with --spec draft (got --spec " + o.spec + ")");
+  }
   const uint64_t weights = engine.model().gguf().file_size();
   std::string how = "--kv-budget";
   if (o.kv_budget.empty()) {
@@ -470,6 +505,22 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   }()));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
   EMBER_ASSIGN_OR_RETURN(BatchConfig batch, BatchConfigFor(options, *engine));
+  std::unique_ptr<Engine> draft;
+  if (batch.spec.mode == SpecMode::kDraft) {
+    EngineOptions eo;
+    eo.threads = options.threads;
+    eo.n_ctx = engine->options().n_ctx;
+    StatusOr<std::unique_ptr<Engine>> d = Engine::Load(options.draft_model_path, eo);
+    if (!d.ok()) return InvalidArgument("--draft-model " + options.draft_model_path + ": " + d.status().ToString());
+    draft = std::move(*d);
+    EMBER_RETURN_IF_ERROR(CheckDraftModel(*engine, *draft));
+    batch.spec.draft_engine = draft.get();
+  }
+  if (Status st = batch.spec.Validate(); !st.ok()) return InvalidArgument("--spec/--draft-*: " + st.message());
+  if (batch.spec.enabled()) {
+    std::fprintf(stderr, "ember: speculative decoding %s, up to %d drafted tokens per verification\n",
+                 SpecModeName(batch.spec.mode), MaxDraftTokens(*engine, batch.spec.draft_max));
+  }
   size_t cache_bytes = DefaultPromptCacheBytes();
   if (!options.prompt_cache_bytes.empty()) {
     EMBER_ASSIGN_OR_RETURN(cache_bytes, ParseByteSize(options.prompt_cache_bytes));
@@ -536,7 +587,8 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   std::string id = options.model_alias.empty() ? std::filesystem::path(options.model_path).stem().string()
                                                : options.model_alias;
   auto backend =
-      std::make_unique<EngineBackend>(std::move(engine), std::move(tiers), std::move(id), options.ssd_flush_timeout_s, batch);
+      std::make_unique<EngineBackend>(std::move(engine), std::move(draft), std::move(tiers), std::move(id),
+                                      options.ssd_flush_timeout_s, batch);
   if (!options.chat_template_file.empty()) {
     std::ifstream in(options.chat_template_file, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

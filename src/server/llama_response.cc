@@ -27,7 +27,7 @@ json LlamaTimingsJson(const GenerationResult& r) {
   const int32_t predicted_n = r.completion_tokens;
   const double predicted_ms = Finite(r.decode_ms);
   const int32_t steps = predicted_n > 1 ? predicted_n - 1 : 0;
-  return {{"cache_n", r.cached_tokens},
+  json t = {{"cache_n", r.cached_tokens},
           {"prompt_n", prompt_n},
           {"prompt_ms", prompt_ms},
           {"prompt_per_token_ms", prompt_n > 0 ? Finite(prompt_ms / prompt_n) : 0.0},
@@ -36,6 +36,11 @@ json LlamaTimingsJson(const GenerationResult& r) {
           {"predicted_ms", predicted_ms},
           {"predicted_per_token_ms", steps > 0 ? Finite(predicted_ms / steps) : 0.0},
           {"predicted_per_second", steps > 0 && predicted_ms > 0 ? Finite(1e3 / predicted_ms * steps) : 0.0}};
+  if (r.draft_tokens > 0) {  // as llama-server reports speculative decoding
+    t["draft_n"] = r.draft_tokens;
+    t["draft_n_accepted"] = r.draft_accepted;
+  }
+  return t;
 }
 
 std::string LlamaStopType(const CompletionOutput& out) {

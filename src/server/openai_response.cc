@@ -22,10 +22,16 @@ std::string OpenAIFinishReason(const CompletionOutput& out) {
 }
 
 json OpenAIUsage(const GenerationResult& r) {
-  return json{{"prompt_tokens", r.prompt_tokens},
-              {"completion_tokens", r.completion_tokens},
-              {"total_tokens", r.prompt_tokens + r.completion_tokens},
-              {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}, {"cache_tier", r.cache_tier}}}};
+  json u{{"prompt_tokens", r.prompt_tokens},
+         {"completion_tokens", r.completion_tokens},
+         {"total_tokens", r.prompt_tokens + r.completion_tokens},
+         {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}, {"cache_tier", r.cache_tier}}}};
+  // Speculative decoding: OpenAI's predicted-output counts (drafted tokens the model accepted / rejected).
+  if (r.draft_tokens > 0) {
+    u["completion_tokens_details"] = {{"accepted_prediction_tokens", r.draft_accepted},
+                                      {"rejected_prediction_tokens", r.draft_tokens - r.draft_accepted}};
+  }
+  return u;
 }
 
 json OpenAIToolCalls(const std::vector<ToolCall>& calls, bool with_index) {

@@ -48,6 +48,13 @@ struct ServeOptions {
   // printed at start).
   int64_t step_tokens = 256;
   std::string kv_budget;
+  // Speculative decoding (docs/speculative.md): "off" | "ngram" | "draft" (needs draft_model_path, which
+  // must share the model's vocabulary), tokens drafted per verification, prompt-lookup n-gram sizes.
+  std::string spec = "off";
+  std::string draft_model_path;
+  int draft_max = 8;
+  int draft_ngram_min = 2;
+  int draft_ngram_max = 4;
   // Stored responses (POST /v1/responses with store:true; response_store.h): a byte cap (LRU beyond it;
   // 0 = nothing is stored) and a TTL in seconds (0 = never expire). Persisted in <ssd_cache_dir>/responses
   // when ssd_cache_dir is set; RAM only otherwise.
