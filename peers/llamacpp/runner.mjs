@@ -163,6 +163,22 @@ async function logitsRows(model, tokens, rows, o) {
 }
 
 // One chat job of `chat-batch`.
+// The --jobs file's jobs in order, each with its model loaded (and disposed after): {results, peer}.
+async function eachJobModel(o, run) {
+  const jobs = JSON.parse(fs.readFileSync(o.jobs, "utf8"));
+  if (!Array.isArray(jobs) || !jobs.length) throw new Error("--jobs must hold a non-empty array");
+  const results = [];
+  for (const j of jobs) {
+    const model = await loadModel(path.resolve(j.model));
+    try {
+      results.push(await run(model, j));
+    } finally {
+      await model.dispose();
+    }
+  }
+  return {results, peer: peerInfo(await llama())};
+}
+
 async function chatGreedy(model, job) {
   const source = model.fileInfo?.metadata?.tokenizer?.chat_template;
   if (!source) throw new Error(`${job.model}: no tokenizer.chat_template`);
@@ -294,34 +310,11 @@ const commands = {
   async "rows-batch"(_unused, o) {
     // One process for many models (loading the binding costs seconds; a model of a tiny generated file
     // costs little), so a test file spawns the oracle once.
-    const jobs = JSON.parse(fs.readFileSync(o.jobs, "utf8"));
-    if (!Array.isArray(jobs) || !jobs.length) throw new Error("--jobs must hold a non-empty array");
-    const results = [];
-    for (const j of jobs) {
-      const model = await loadModel(path.resolve(j.model));
-      try {
-        const tokens = fs.readFileSync(j.tokens_file, "utf8");
-        results.push(await logitsRows(model, ids(tokens), j.rows, {
-          out: j.out, kv: j.kv, threads: j.threads, "argmax-from": j.argmax_from}));
-      } finally {
-        await model.dispose();
-      }
-    }
-    return {results, peer: peerInfo(await llama())};
+    return eachJobModel(o, (model, j) => logitsRows(model, ids(fs.readFileSync(j.tokens_file, "utf8")), j.rows, {
+      out: j.out, kv: j.kv, threads: j.threads, "argmax-from": j.argmax_from}));
   },
   async "chat-batch"(_unused, o) {
-    const jobs = JSON.parse(fs.readFileSync(o.jobs, "utf8"));
-    if (!Array.isArray(jobs) || !jobs.length) throw new Error("--jobs must hold a non-empty array");
-    const results = [];
-    for (const j of jobs) {
-      const model = await loadModel(path.resolve(j.model));
-      try {
-        results.push(await chatGreedy(model, j));
-      } finally {
-        await model.dispose();
-      }
-    }
-    return {results, peer: peerInfo(await llama())};
+    return eachJobModel(o, chatGreedy);
   },
 
   async bench(modelPath, o) {
