@@ -57,6 +57,16 @@ json LanesJson(const Scheduler::Stats& q, const BackendStats& b) {
   return lanes;
 }
 
+// Token totals of the server's life, for rates from deltas (the dashboard's throughput). The first three
+// count finished generations; `generated` counts tokens as they stream, running generations included.
+json TokensJson(const MetricsRegistry& m) {
+  auto total = [&m](const char* name) { return static_cast<uint64_t>(m.Total(name)); };  // whole counts
+  return {{"prompt", total("ember_prompt_tokens_total")},
+          {"cached", total("ember_cached_prompt_tokens_total")},
+          {"completion", total("ember_completion_tokens_total")},
+          {"generated", total("ember_generated_tokens_total")}};
+}
+
 json StatsJson(ServerContext& ctx) {
   const BackendStats b = ctx.backend->Stats();
   const Scheduler::Stats q = ctx.scheduler->stats();
@@ -77,6 +87,7 @@ json StatsJson(ServerContext& ctx) {
                          {"waiting_for_memory", q.waiting_for_memory}, {"admission_waits", q.admission_waits}}},
               {"batch", {{"values", ValuesJson(b.batch_values)}}},
               {"lanes", LanesJson(q, b)},
+              {"tokens", TokensJson(*ctx.metrics)},
               {"uptime_s", ctx.SteadySeconds() - ctx.started_at}};
 }
 

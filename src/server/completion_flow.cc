@@ -121,6 +121,8 @@ PumpResult PumpJob(ServerContext& ctx, GenerationJob& job, const CompletionReque
       if (r.ttft_s < 0 && !ev.text.empty()) r.ttft_s = ctx.SteadySeconds() - start;
       r.output.text += ev.text;
       r.output.tokens.insert(r.output.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      // Counted as they arrive, not when the generation ends, so /stats shows a live decode rate.
+      if (!ev.tokens.empty()) ctx.metrics->Add("ember_generated_tokens_total", {}, static_cast<double>(ev.tokens.size()));
       if (!sink || r.client_gone) continue;
       unsent_tokens.insert(unsent_tokens.end(), ev.tokens.begin(), ev.tokens.end());
       const std::string text = gated ? gate.Push(ev.text) : ev.text;

@@ -99,6 +99,8 @@ void HttpServer::DefineMetrics() {
   metrics_.DefineHistogram("ember_time_to_first_token_seconds", "time from admission to the first reply text", latency);
   metrics_.DefineCounter("ember_prompt_tokens_total", "prompt tokens of finished generations");
   metrics_.DefineCounter("ember_completion_tokens_total", "generated tokens");
+  metrics_.DefineCounter("ember_generated_tokens_total",
+                         "generated tokens as they reach the connection, generations still running included");
   metrics_.DefineCounter("ember_cached_prompt_tokens_total", "prompt tokens served from the prefix cache, by tier");
   metrics_.DefineCounter("ember_cancelled_generations_total", "generations cut short by a client disconnect or shutdown");
   metrics_.DefineGauge("ember_queue_waiting", "generations waiting for a lane (those waiting for memory included)");

@@ -113,6 +113,16 @@ double MetricsRegistry::Value(const std::string& name, const Labels& labels) con
   return 0;
 }
 
+double MetricsRegistry::Total(const std::string& name) const {
+  MutexLock lock(&mu_);
+  double total = 0;
+  for (const Family& f : families_) {
+    if (f.name != name) continue;
+    for (const auto& [labels, s] : f.series) total += s.value;
+  }
+  return total;
+}
+
 std::string MetricsRegistry::RenderPrometheus() const {
   MutexLock lock(&mu_);
   std::string out;

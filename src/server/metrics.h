@@ -29,6 +29,8 @@ class MetricsRegistry {
 
   // Counters/gauges; 0 if absent.
   double Value(const std::string& name, const Labels& labels) const EXCLUDES(mu_);
+  // A counter or gauge summed over every label set (the route or tier labels); 0 if absent.
+  double Total(const std::string& name) const EXCLUDES(mu_);
   std::string RenderPrometheus() const EXCLUDES(mu_);
 
  private:

@@ -480,6 +480,12 @@ TEST_F(ServerTest, MetricsAndStats) {
   EXPECT_TRUE(j["cache"]["tiers"].empty());
   EXPECT_EQ(j["queue"]["completed"], 2);
   EXPECT_GE(j["uptime_s"].get<double>(), 0);
+  // Token totals (the dashboard's throughput): every token reached the client, none came from a cache.
+  EXPECT_EQ(j["tokens"]["completion"], 4);
+  EXPECT_EQ(j["tokens"]["generated"], 4);
+  EXPECT_GT(j["tokens"]["prompt"].get<int64_t>(), 0);
+  EXPECT_EQ(j["tokens"]["cached"], 0);
+  EXPECT_NE(text.find("ember_generated_tokens_total 4\n"), std::string::npos) << text;
 }
 
 TEST_F(ServerTest, ShutdownFlushesCacheAndRefusesWork) {
