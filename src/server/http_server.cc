@@ -84,7 +84,7 @@ HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, E
   ctx_.started_at = ctx_.SteadySeconds();
   ctx_.model_id = options_.model_alias.empty() ? backend_->model_id() : options_.model_alias;
   DefineMetrics();
-  for (auto* family : {&OpenAIRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes, &LlamaRoutes}) {
+  for (auto* family : {&OpenAIRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes, &LlamaRoutes, &WebUiRoutes}) {
     for (Route& r : (*family)(ctx_)) routes_.push_back(std::move(r));
   }
   InstallHooks();

@@ -37,6 +37,8 @@ std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /me
 std::vector<Route> LlamaRoutes(ServerContext& ctx);      // llama-server's: /completion, /tokenize, /props, ...
 // POST /v1/responses, GET and DELETE /v1/responses/{id}; owns the response store (response_store.h).
 std::vector<Route> ResponsesRoutes(ServerContext& ctx);
+// The browser UI (webui_assets.h): GET / (chat), /dashboard, /ui/<file>; no key needed (docs/webui.md).
+std::vector<Route> WebUiRoutes(ServerContext& ctx);
 
 // The request body as JSON; a 400 naming the parse error when it is not, or the depth limit when it
 // nests deeper than kMaxJsonDepth (json_input.h). Every route that takes a body parses it here.
