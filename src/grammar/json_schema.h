@@ -34,7 +34,7 @@ struct JsonSchemaOptions {
 // nlohmann::json keeps object keys sorted, so properties are emitted in sorted order here.
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema, const JsonSchemaOptions& options = {});
 // The same from the schema's JSON text, emitting properties in the order the text declares them (what
-// agents expect: e.g. "reasoning" before "answer"). The caller bounds the text's nesting (json_input.h).
+// agents expect: e.g. "reasoning" before "answer"). The caller bounds the text's nesting (util/json_limited.h).
 StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view schema_json, const JsonSchemaOptions& options = {});
 
 // `{"type":"object"}` of any shape: the grammar of response_format json_object.

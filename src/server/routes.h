@@ -41,7 +41,7 @@ std::vector<Route> ResponsesRoutes(ServerContext& ctx);
 std::vector<Route> WebUiRoutes(ServerContext& ctx);
 
 // The request body as JSON; a 400 naming the parse error when it is not, or the depth limit when it
-// nests deeper than kMaxJsonDepth (json_input.h). Every route that takes a body parses it here.
+// nests deeper than kMaxJsonDepth (util/json_limited.h). Every route that takes a body parses it here.
 ApiResult<nlohmann::json> ParseJsonBody(const httplib::Request& req);
 void SetJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
 // Answers with a server-sent-event stream that `stream` writes. httplib runs it on this worker after the

@@ -1,12 +1,12 @@
-// The depth-limited JSON parser every untrusted JSON text goes through (json_input.h).
-#include "server/json_input.h"
+// The depth-limited JSON parser every untrusted JSON text goes through (util/json_limited.h).
+#include "util/json_limited.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 
-namespace ember::server {
+namespace ember {
 namespace {
 
 // `{"a":{"a":...1...}}` with `depth` objects, or `[[...1...]]` with `depth` arrays.
@@ -19,7 +19,7 @@ std::string Nested(size_t depth, bool arrays = false) {
   return s;
 }
 
-TEST(JsonInput, AcceptsUpToTheLimit) {
+TEST(JsonLimited, AcceptsUpToTheLimit) {
   StatusOr<nlohmann::json> j = ParseJsonLimited(Nested(kMaxJsonDepth));
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   const nlohmann::json* v = &*j;
@@ -28,7 +28,7 @@ TEST(JsonInput, AcceptsUpToTheLimit) {
   EXPECT_TRUE(ParseJsonLimited(Nested(kMaxJsonDepth, /*arrays=*/true)).ok());
 }
 
-TEST(JsonInput, OneLevelMoreIsRefusedNamingTheLimit) {
+TEST(JsonLimited, OneLevelMoreIsRefusedNamingTheLimit) {
   for (bool arrays : {false, true}) {
     StatusOr<nlohmann::json> j = ParseJsonLimited(Nested(kMaxJsonDepth + 1, arrays));
     ASSERT_FALSE(j.ok());
@@ -45,7 +45,7 @@ TEST(JsonInput, OneLevelMoreIsRefusedNamingTheLimit) {
 
 // The reported crash: 100,000 levels (600 KB). Without the limit, parsing succeeds (nlohmann's parser is
 // iterative) and the first copy or dump of the value overflows the stack.
-TEST(JsonInput, HundredThousandLevelsAreRefusedWithoutBuildingThem) {
+TEST(JsonLimited, HundredThousandLevelsAreRefusedWithoutBuildingThem) {
   for (bool arrays : {false, true}) {
     const std::string text = Nested(100000, arrays);
     StatusOr<nlohmann::json> j = ParseJsonLimited(text);
@@ -59,7 +59,7 @@ TEST(JsonInput, HundredThousandLevelsAreRefusedWithoutBuildingThem) {
 // destructor are iterative, so parsing and freeing a 100,000-deep value is safe; copying and dumping
 // recurse once per level and overflow the stack (the reported SIGSEGV came from dump()). Hence the
 // limit at parse time: every value the server holds can then be copied and dumped.
-TEST(JsonInput, NlohmannParsesAndFreesDeepValuesWithoutRecursion) {
+TEST(JsonLimited, NlohmannParsesAndFreesDeepValuesWithoutRecursion) {
   for (bool arrays : {false, true}) {
     const nlohmann::json deep = nlohmann::json::parse(Nested(100000, arrays));
     EXPECT_TRUE(arrays ? deep.is_array() : deep.is_object());
@@ -71,7 +71,7 @@ TEST(JsonInput, NlohmannParsesAndFreesDeepValuesWithoutRecursion) {
 // length: nlohmann's parser callback (the obvious way to limit depth) rescans the parent array after
 // every element, which takes minutes for the 300,000 elements of a 3 MB body. Linear is well under a
 // second even on a loaded machine; the bound only catches the quadratic way.
-TEST(JsonInput, WideArraysStayLinear) {
+TEST(JsonLimited, WideArraysStayLinear) {
   std::string wide = "[";
   for (int i = 0; i < 300000; ++i) wide += i ? ",{\"a\":[1]}" : "{\"a\":[1]}";
   wide += "]";
@@ -83,7 +83,7 @@ TEST(JsonInput, WideArraysStayLinear) {
   EXPECT_LT(s, 20.0);
 }
 
-TEST(JsonInput, InvalidTextIsAnInvalidArgumentWithTheParserMessage) {
+TEST(JsonLimited, InvalidTextIsAnInvalidArgumentWithTheParserMessage) {
   for (const char* text : {"", "{", "{\"a\":}", "nope", "[1,]", "\"\\ud800\"", "\"\xff\""}) {
     StatusOr<nlohmann::json> j = ParseJsonLimited(text);
     ASSERT_FALSE(j.ok()) << text;
@@ -98,7 +98,7 @@ TEST(JsonInput, InvalidTextIsAnInvalidArgumentWithTheParserMessage) {
   EXPECT_EQ(ParseJsonLimited(Nested(100) + "garbage").status().code(), StatusCode::kResourceExhausted);
 }
 
-TEST(JsonInput, OrderedKeepsTheClientsKeyOrder) {
+TEST(JsonLimited, OrderedKeepsTheClientsKeyOrder) {
   StatusOr<nlohmann::ordered_json> j = ParseOrderedJsonLimited(R"({"z":1,"a":{"y":2,"b":3}})");
   ASSERT_TRUE(j.ok());
   EXPECT_EQ(j->dump(), R"({"z":1,"a":{"y":2,"b":3}})");
@@ -111,7 +111,7 @@ std::string WideObject(int keys) {
   return s + "}";
 }
 
-TEST(JsonInput, OrderedObjectsAreBoundedByTheirKeyScanWork) {
+TEST(JsonLimited, OrderedObjectsAreBoundedByTheirKeyScanWork) {
   // 5,000 keys: 12.5 M compares, under the bound; 200,000 keys (94 s of compares when kept in order)
   // are refused by the scan before anything is built, and plain JSON still takes them.
   StatusOr<nlohmann::ordered_json> ok = ParseOrderedJsonLimited(WideObject(5000));
@@ -137,4 +137,4 @@ TEST(JsonInput, OrderedObjectsAreBoundedByTheirKeyScanWork) {
 }
 
 }  // namespace
-}  // namespace ember::server
+}  // namespace ember
