@@ -8,32 +8,6 @@
 namespace ember {
 namespace {
 
-Status ValidateSpec(const TokenizerSpec& spec) {
-  const size_t n = spec.tokens.size();
-  if (n == 0) return InvalidArgument("tokenizer has no tokens");
-  if (n > (1u << 30)) return InvalidArgument("tokenizer has too many tokens");
-  if (!spec.scores.empty() && spec.scores.size() < n) {
-    return InvalidArgument("tokenizer has " + std::to_string(spec.scores.size()) + " scores for " +
-                           std::to_string(n) + " tokens");
-  }
-  if (!spec.token_types.empty() && spec.token_types.size() < n) {
-    return InvalidArgument("tokenizer has " + std::to_string(spec.token_types.size()) + " token types for " +
-                           std::to_string(n) + " tokens");
-  }
-  const std::pair<const char*, int32_t> ids[] = {{"bos", spec.bos_id}, {"eos", spec.eos_id}, {"eot", spec.eot_id},
-                                                 {"eom", spec.eom_id}, {"pad", spec.pad_id}, {"unk", spec.unk_id}};
-  for (const auto& [name, id] : ids) {
-    if (id < -1 || id >= static_cast<int64_t>(n)) {
-      return InvalidArgument(std::string(name) + " token id " + std::to_string(id) + " is outside the vocabulary of " +
-                             std::to_string(n));
-    }
-  }
-  if ((spec.add_bos && spec.bos_id < 0) || (spec.add_eos && spec.eos_id < 0)) {
-    return InvalidArgument("tokenizer adds a BOS/EOS token it does not define");
-  }
-  return Status::Ok();
-}
-
 // Special tokens in llama.cpp's matching order: std::sort by text length, longest first, over ids in
 // ascending order (the same unstable sort keeps ties in the same order llama.cpp ends up with).
 SpecialTokenMatcher BuildSpecials(const TokenizerSpec& spec, const std::vector<uint8_t>& attrs) {
@@ -76,6 +50,36 @@ void AppendWithoutMarks(std::string_view text, std::string& out) {
 
 }  // namespace
 
+Status CheckTokenizerSpec(const TokenizerSpec& spec) {
+  const size_t n = spec.tokens.size();
+  if (n == 0) return InvalidArgument("tokenizer has no tokens");
+  if (n > (1u << 30)) return InvalidArgument("tokenizer has too many tokens");
+  if (!spec.scores.empty() && spec.scores.size() < n) {
+    return InvalidArgument("tokenizer has " + std::to_string(spec.scores.size()) + " scores for " +
+                           std::to_string(n) + " tokens");
+  }
+  if (!spec.token_types.empty() && spec.token_types.size() < n) {
+    return InvalidArgument("tokenizer has " + std::to_string(spec.token_types.size()) + " token types for " +
+                           std::to_string(n) + " tokens");
+  }
+  const std::pair<const char*, int32_t> ids[] = {{"bos", spec.bos_id}, {"eos", spec.eos_id}, {"eot", spec.eot_id},
+                                                 {"eom", spec.eom_id}, {"pad", spec.pad_id}, {"unk", spec.unk_id}};
+  for (const auto& [name, id] : ids) {
+    if (id < -1 || id >= static_cast<int64_t>(n)) {
+      return InvalidArgument(std::string(name) + " token id " + std::to_string(id) + " is outside the vocabulary of " +
+                             std::to_string(n));
+    }
+  }
+  if ((spec.add_bos && spec.bos_id < 0) || (spec.add_eos && spec.eos_id < 0)) {
+    return InvalidArgument("tokenizer adds a BOS/EOS token it does not define");
+  }
+  if (spec.model == "gpt2") return PreTokenizerFromName(spec.pre).status();
+  if (spec.model != "llama") {
+    return Unimplemented("tokenizer model '" + spec.model + "' is not supported (supported: gpt2, llama)");
+  }
+  return Status::Ok();
+}
+
 Tokenizer::Tokenizer(TokenizerSpec spec) : spec_(std::move(spec)), impl_(std::make_unique<Impl>()) {}
 Tokenizer::~Tokenizer() = default;
 
@@ -84,7 +88,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec&& spec_in) {
-  EMBER_RETURN_IF_ERROR(ValidateSpec(spec_in));
+  EMBER_RETURN_IF_ERROR(CheckTokenizerSpec(spec_in));
   std::unique_ptr<Tokenizer> tok(new Tokenizer(std::move(spec_in)));
   TokenizerSpec& spec = tok->spec_;
   Impl& im = *tok->impl_;
@@ -98,13 +102,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec&& spec_in) 
     im.clean_spaces = im.pre.clean_spaces;
     EMBER_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::Build(&im.token_map, spec.merges));
     im.bpe.emplace(std::move(bpe));
-  } else if (spec.model == "llama") {
+  } else {  // "llama": CheckTokenizerSpec refused every other model
     im.is_spm = true;
     std::vector<float> scores = spec.scores;
     scores.resize(spec.tokens.size(), 0.0f);
     im.spm.emplace(&im.token_map, std::move(scores), SpmByteTokens(im.token_map, spec.unk_id));
-  } else {
-    return Unimplemented("tokenizer model '" + spec.model + "' is not supported (supported: gpt2, llama)");
   }
   DerivedAttrs derived = DeriveTokenAttrs(spec, im.token_map);
   im.attrs = std::move(derived.attrs);

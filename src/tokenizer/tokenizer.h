@@ -98,6 +98,11 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
+// The checks Tokenizer::Create makes before building anything (sizes, special ids inside the
+// vocabulary, a supported model and pre-tokenizer), for callers that only ask whether a file's tokenizer
+// would load (`ember models`): Ok, or what Create would answer.
+Status CheckTokenizerSpec(const TokenizerSpec& spec);
+
 // Reads the tokenizer of a GGUF file (tokenizer.ggml.* keys; a vocab-only file is enough).
 StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerFromGguf(const std::string& path);
 

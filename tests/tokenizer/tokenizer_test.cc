@@ -306,6 +306,21 @@ TEST(TokenizerTest, CreateRejectsBadSpecs) {
   EXPECT_EQ(Tokenizer::Create(spec).status().code(), StatusCode::kUnimplemented);
 }
 
+// What `ember models` asks of a file's tokenizer without building one: Create's answer, before any work.
+TEST(TokenizerTest, CheckTokenizerSpecAnswersAsCreateWould) {
+  auto spec = ByteLevelSpec("llama-bpe", {}, {});
+  EXPECT_TRUE(CheckTokenizerSpec(spec).ok());
+  spec.model = "t5";
+  EXPECT_EQ(CheckTokenizerSpec(spec).message(), "tokenizer model 't5' is not supported (supported: gpt2, llama)");
+  spec = ByteLevelSpec("tekken", {}, {});
+  EXPECT_EQ(CheckTokenizerSpec(spec).code(), StatusCode::kUnimplemented);
+  EXPECT_NE(CheckTokenizerSpec(spec).message().find("pre-tokenizer 'tekken' is not supported"), std::string::npos);
+  EXPECT_EQ(CheckTokenizerSpec(spec).message(), Tokenizer::Create(spec).status().message());
+  spec = ByteLevelSpec("llama-bpe", {}, {});
+  spec.eos_id = -7;
+  EXPECT_EQ(CheckTokenizerSpec(spec).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(TokenizerTest, ConcurrentEncodeMatchesSerial) {
   const std::string g = ByteToUnicode(' ');
   auto tok = Make(ByteLevelSpec("llama-bpe", {"he", "ll", g + "w"}, {"h e", "l l", g + " w"}));
