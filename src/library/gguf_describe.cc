@@ -72,7 +72,7 @@ void FillColumns(const GgufFile& f, ModelRecord* r) {
 Status CheckRunnableGguf(std::unique_ptr<GgufFile> file) {
   // The model first: an architecture ember lacks is the reason a user most needs to see.
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::FromGguf(std::move(file)));
-  EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec, TokenizerSpecFromGguf(model->gguf()));
+  EMBER_ASSIGN_OR_RETURN(TokenizerSpec spec, TokenizerSpecFromGguf(model->gguf(), VocabText::kCountOnly));
   return CheckTokenizerSpec(spec);
 }
 

@@ -203,12 +203,17 @@ StatusOr<TokenizerSpec> TokenizerSpecFromHf(const std::string& tokenizer_json_pa
   return spec;
 }
 
-StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
+StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f, VocabText text) {
   TokenizerSpec spec;
+  const bool copy = text == VocabText::kCopy;
   EMBER_ASSIGN_OR_RETURN(spec.model, f.Str("tokenizer.ggml.model"));
   EMBER_ASSIGN_OR_RETURN(spec.pre, f.StrOr("tokenizer.ggml.pre", "default"));
   EMBER_ASSIGN_OR_RETURN(auto tokens, f.StrArray("tokenizer.ggml.tokens"));
-  spec.tokens.assign(tokens.begin(), tokens.end());
+  if (copy) {
+    spec.tokens.assign(tokens.begin(), tokens.end());
+  } else {
+    spec.tokens.resize(tokens.size());
+  }
   if (f.Has("tokenizer.ggml.scores")) {
     EMBER_ASSIGN_OR_RETURN(spec.scores, f.F32Array("tokenizer.ggml.scores"));
     if (spec.scores.size() != spec.tokens.size())
@@ -226,7 +231,7 @@ StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
   }
   if (f.Has("tokenizer.ggml.merges")) {
     EMBER_ASSIGN_OR_RETURN(auto merges, f.StrArray("tokenizer.ggml.merges"));
-    spec.merges.assign(merges.begin(), merges.end());
+    if (copy) spec.merges.assign(merges.begin(), merges.end());
   }
   const int64_t n = static_cast<int64_t>(spec.tokens.size());
   struct IdKey { const char* key; int32_t* out; };

@@ -35,8 +35,14 @@ struct TokenizerSpec {
   std::string hf_name;               // where it came from, e.g. "llama3" (informational)
 };
 
+// Whether TokenizerSpecFromGguf copies the vocabulary's text (tokens and merges: hundreds of thousands
+// of strings), or only sizes `tokens` (empty strings) and leaves `merges` empty, for callers that check
+// a file's tokenizer without running it (CheckTokenizerSpec looks at counts and ids only). Every key is
+// read and type-checked either way, so both report the same errors.
+enum class VocabText { kCopy, kCountOnly };
+
 // Reads tokenizer.ggml.* and tokenizer.chat_template; errors name the missing or mistyped key.
-StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& file);
+StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& file, VocabText text = VocabText::kCopy);
 // Converts a Hugging Face tokenizer (tokenizer.json + tokenizer_config.json). `pre` selects the
 // pre-tokenizer name llama.cpp uses for this family ("llama-bpe", "qwen2", "default" for gemma3). Both
 // files are read whole through env (Env::ReadFile: regular files only, never through a link).

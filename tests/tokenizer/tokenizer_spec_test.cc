@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-StatusOr<TokenizerSpec> FromGguf(const std::function<void(GgufWriter&)>& tweak) {
+StatusOr<TokenizerSpec> FromGguf(const std::function<void(GgufWriter&)>& tweak, VocabText text = VocabText::kCopy) {
   GgufWriter w;
   w.SetStr("tokenizer.ggml.model", "gpt2");
   w.SetStrArray("tokenizer.ggml.tokens", {"a", "b", "ab"});
@@ -29,7 +29,7 @@ StatusOr<TokenizerSpec> FromGguf(const std::function<void(GgufWriter&)>& tweak) 
   bytes = w.ToBytes();
   auto f = GgufFile::Parse(bytes.data(), bytes.size(), "tok.gguf");
   if (!f.ok()) return f.status();
-  return TokenizerSpecFromGguf(**f);
+  return TokenizerSpecFromGguf(**f, text);
 }
 
 TEST(TokenizerSpecGguf, WrongTypesAndIdsAreNamed) {
@@ -47,6 +47,32 @@ TEST(TokenizerSpecGguf, WrongTypesAndIdsAreNamed) {
     EXPECT_NE(id.status().message().find("bos_token_id " + std::to_string(bad) + " is outside the vocabulary"),
               std::string::npos)
         << id.status().ToString();
+  }
+}
+
+// Counting only (what `ember models` asks): the same sizes, ids and errors, no token text or merges.
+TEST(TokenizerSpecGguf, CountOnlyKeepsSizesIdsAndErrors) {
+  const auto tweak = [](GgufWriter& w) {
+    w.SetU32("tokenizer.ggml.eos_token_id", 2);
+    w.SetStr("tokenizer.ggml.pre", "qwen2");
+  };
+  StatusOr<TokenizerSpec> full = FromGguf(tweak);
+  StatusOr<TokenizerSpec> counted = FromGguf(tweak, VocabText::kCountOnly);
+  ASSERT_TRUE(full.ok() && counted.ok());
+  EXPECT_EQ(counted->tokens, std::vector<std::string>(3));
+  EXPECT_TRUE(counted->merges.empty());
+  EXPECT_EQ(full->merges.size(), 1u);
+  EXPECT_EQ(counted->token_types, full->token_types);
+  EXPECT_EQ(counted->eos_id, 2);
+  EXPECT_EQ(counted->pre, "qwen2");
+  for (const auto& bad : std::vector<std::function<void(GgufWriter&)>>{
+           [](GgufWriter& w) { w.SetU32("tokenizer.ggml.tokens", 3); },
+           [](GgufWriter& w) { w.SetI32Array("tokenizer.ggml.merges", {1}); },
+           [](GgufWriter& w) { w.SetI32("tokenizer.ggml.bos_token_id", 3); }}) {
+    StatusOr<TokenizerSpec> a = FromGguf(bad);
+    StatusOr<TokenizerSpec> b = FromGguf(bad, VocabText::kCountOnly);
+    ASSERT_FALSE(a.ok());
+    EXPECT_EQ(a.status().message(), b.status().message());
   }
 }
 
