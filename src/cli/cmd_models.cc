@@ -24,7 +24,7 @@ int Run(const Args& a) {
   options.include_stores = !a.no_stores;
   const library::ScanResult result = library::ScanLibrary(options);
   if (a.json) {
-    std::cout << library::ScanResultJson(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    std::cout << library::ScanResultJson(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
               << "\n";
     return 0;
   }

@@ -82,7 +82,7 @@ std::string RenderLocations(const std::vector<ScanLocation>& locations) {
   return out;
 }
 
-nlohmann::json ModelRecordJson(const ModelRecord& r) {
+nlohmann::ordered_json ModelRecordJson(const ModelRecord& r) {
   return {{"name", r.name},
           {"path", r.path},
           {"source", ModelSourceName(r.source)},
@@ -96,10 +96,10 @@ nlohmann::json ModelRecordJson(const ModelRecord& r) {
           {"why_not", r.why_not}};
 }
 
-nlohmann::json ScanResultJson(const ScanResult& result) {
-  nlohmann::json models = nlohmann::json::array();
+nlohmann::ordered_json ScanResultJson(const ScanResult& result) {
+  nlohmann::ordered_json models = nlohmann::ordered_json::array();
   for (const ModelRecord& r : result.models) models.push_back(ModelRecordJson(r));
-  nlohmann::json locations = nlohmann::json::array();
+  nlohmann::ordered_json locations = nlohmann::ordered_json::array();
   for (const ScanLocation& l : result.locations) {
     locations.push_back({{"source", ModelSourceName(l.source)},
                          {"path", l.path},

@@ -24,9 +24,10 @@ std::string RenderModelTable(const std::vector<ModelRecord>& models, bool with_p
 // "Looked in:" and one line per location: source, path, why there, and what was found.
 std::string RenderLocations(const std::vector<ScanLocation>& locations);
 
-nlohmann::json ModelRecordJson(const ModelRecord& r);
+// Keys in the order ModelRecord declares its fields.
+nlohmann::ordered_json ModelRecordJson(const ModelRecord& r);
 // {"models": [...], "locations": [...], "warnings": [...]}. Paths are bytes from the file system: dump
 // with nlohmann::json::error_handler_t::replace.
-nlohmann::json ScanResultJson(const ScanResult& result);
+nlohmann::ordered_json ScanResultJson(const ScanResult& result);
 
 }  // namespace ember::library

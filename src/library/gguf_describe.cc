@@ -27,13 +27,14 @@ std::string Reason(const Status& st, const std::string& path) {
   return m;
 }
 
-// Vision projectors are GGUF files too (llama.cpp writes them with architecture "clip"); their names
-// usually say so when the architecture cannot be read.
+// Vision projectors are GGUF files too (llama.cpp writes them with architecture "clip"); when the
+// architecture cannot be read, the name ("mmproj-...", llama.cpp's cache: "<org>_<repo>_mmproj-...")
+// still says so.
 bool IsProjector(const std::string& arch, const std::string& path) {
-  if (arch == "clip") return true;
+  if (!arch.empty()) return arch == "clip";
   std::string name = BaseName(path);
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  return name.rfind("mmproj", 0) == 0;
+  return name.find("mmproj") != std::string::npos;
 }
 
 // A split model's parameters are spread over its parts: each part's tensor table counts its own.
@@ -86,7 +87,7 @@ ModelRecord DescribeGguf(const std::vector<std::string>& parts, int split_count,
   }
   StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(r.path, env);
   if (!file.ok()) {
-    r.why_not = Reason(file.status(), r.path);
+    r.why_not = IsProjector("", r.path) ? kProjectorNotRunnable : Reason(file.status(), r.path);
     return r;
   }
   FillColumns(**file, &r);

@@ -67,11 +67,18 @@ TEST(ModelKinds, VisionProjectorIsNotRunnable) {
   ASSERT_TRUE(w.AddTensor("v.patch_embd.weight", GgmlType::F32, {4, 4}, std::vector<uint8_t>(64)).ok());
   fs::create_directories(t.file("m"));
   ASSERT_TRUE(w.WriteFile(t.file("m/mmproj-tiny-f16.gguf")).ok());
+  // llama.cpp's cache names one "<org>_<repo>_mmproj-...": the name says so when the header cannot.
+  WriteText(t.file("m/org_repo_mmproj-F16.gguf"), "GGUF, and then not much");
+  PlaceModel(t.file("m/mmproj-but-really-llama.gguf"));  // a readable architecture wins over the name
   const std::vector<ModelRecord> found = ScanDir(t.file("m"));
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].arch, "clip");
-  EXPECT_FALSE(found[0].runnable);
-  EXPECT_EQ(found[0].why_not, kProjectorNotRunnable);
+  ASSERT_EQ(found.size(), 3u) << Names(found);
+  const ModelRecord* clip = Find(found, "mmproj-tiny-f16");
+  ASSERT_NE(clip, nullptr);
+  EXPECT_EQ(clip->arch, "clip");
+  EXPECT_FALSE(clip->runnable);
+  EXPECT_EQ(clip->why_not, kProjectorNotRunnable);
+  EXPECT_EQ(Find(found, "org_repo_mmproj-F16")->why_not, kProjectorNotRunnable);
+  EXPECT_TRUE(Find(found, "mmproj-but-really-llama")->runnable);
 }
 
 TEST(ModelKinds, UnsupportedArchitectureSaysWhich) {
