@@ -196,7 +196,8 @@ int Serve(ServeOptions o, const std::string& key_file) {
 }
 
 void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI- and Anthropic-compatible HTTP API");
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve a model (or several, by name) over an OpenAI- and Anthropic-compatible HTTP API");
   auto o = std::make_shared<ServeOptions>();
   auto key_file = std::make_shared<std::string>();
   auto prompt_specials = std::make_shared<std::string>("on");
