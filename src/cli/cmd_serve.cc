@@ -1,9 +1,11 @@
-// `ember serve MODEL` / `ember serve --fake`: the OpenAI- and Anthropic-compatible HTTP server.
+// `ember serve MODEL` / `ember serve --fake`: the OpenAI- and Anthropic-compatible HTTP server; with
+// --models-dir, --fake-models or no MODEL, several models by name (docs/server.md "Several models").
 // Every flag can also come from an EMBER_* environment variable (flag wins). SIGTERM/SIGINT drain.
 #include <pthread.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -14,8 +16,11 @@
 #include "cli/command.h"
 #include "engine/speculative_options.h"
 #include "server/engine_backend.h"
+#include "server/engine_model_loader.h"
 #include "server/fake_backend.h"
+#include "server/fake_model_loader.h"
 #include "server/http_server.h"
+#include "session/kv_budget.h"
 
 namespace ember::cli {
 namespace {
@@ -45,17 +50,106 @@ std::vector<std::string> SplitList(const std::string& list) {
   return {items.begin(), items.end()};
 }
 
+server::FakeBackend::Options FakeOptions(const ServeOptions& o) {
+  server::FakeBackend::Options f;
+  f.token_delay_ms = o.fake_token_delay_ms;
+  f.context_length = o.ctx_size > 0 ? static_cast<int32_t>(o.ctx_size) : o.fake_context_length;
+  f.max_parallel = o.parallel;
+  f.kv_budget_tokens = o.fake_kv_budget_tokens;
+  return f;
+}
+
 StatusOr<std::unique_ptr<server::InferenceBackend>> MakeBackend(const ServeOptions& o) {
-  if (o.fake) {
-    server::FakeBackend::Options f;
-    f.token_delay_ms = o.fake_token_delay_ms;
-    f.context_length = o.ctx_size > 0 ? static_cast<int32_t>(o.ctx_size) : o.fake_context_length;
-    f.max_parallel = o.parallel;
-    f.kv_budget_tokens = o.fake_kv_budget_tokens;
-    return std::unique_ptr<server::InferenceBackend>(std::make_unique<server::FakeBackend>(f));
-  }
-  if (o.model_path.empty()) return InvalidArgument("give a MODEL (GGUF file) or --fake");
+  if (o.fake) return std::unique_ptr<server::InferenceBackend>(std::make_unique<server::FakeBackend>(FakeOptions(o)));
   return server::CreateEngineBackend(o);
+}
+
+// $XDG_DATA_HOME/ember, else ~/.local/share/ember: where `make serve` keeps the demo model.
+std::string DataDir() {
+  // The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/') return std::string(x) + "/ember";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.local/share/ember";
+  return "";
+}
+
+// The flags that name or change one model, refused with several.
+Status CheckSeveralModelsFlags(const ServeOptions& o) {
+  auto refuse = [](const char* flag) {
+    return InvalidArgument(std::string(flag) + " applies to one model; it cannot be used when serving several "
+                           "(--models-dir, --fake-models, or no MODEL)");
+  };
+  if (!o.model_alias.empty()) return refuse("--model-alias");
+  if (!o.model_tags.empty()) return refuse("--tags");
+  if (!o.chat_template_file.empty()) return refuse("--chat-template-file");
+  if (!o.draft_model_path.empty() || o.spec == "draft") return refuse("--draft-model / --spec draft");
+  if (o.fake && o.fake_models.empty()) return InvalidArgument("--fake serves one fake model: use --fake-models A,B");
+  return Status::Ok();
+}
+
+struct SeveralModels {
+  std::unique_ptr<server::ModelLoader> loader;
+  std::unique_ptr<server::ModelRouter> router;
+};
+
+StatusOr<SeveralModels> MakeRouter(const ServeOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckSeveralModelsFlags(o));
+  SeveralModels m;
+  std::vector<server::ModelSpec> specs;
+  if (!o.fake_models.empty()) {
+    auto fake = std::make_unique<server::FakeModelLoader>(server::FakeModelLoader::Options{FakeOptions(o), 0, 0});
+    specs = fake->Specs(o.fake_models);
+    m.loader = std::move(fake);
+  } else {
+    specs = server::FindServedModels(o);
+    m.loader = std::make_unique<server::EngineModelLoader>(o);
+  }
+  size_t runnable = 0;
+  for (const server::ModelSpec& s : specs) {
+    if (s.runnable) ++runnable;
+    if (!s.runnable) std::fprintf(stderr, "ember: model %s (%s) cannot run: %s\n", s.name.c_str(), s.path.c_str(), s.why_not.c_str());
+  }
+  if (runnable == 0) {
+    std::string where = o.models_dirs.empty() ? "" : "--models-dir folders, ";
+    where += o.models_data_dir.empty() ? "no data dir" : o.models_data_dir;
+    if (o.model_stores) where += ", and the llama.cpp, LM Studio, Ollama and Hugging Face stores";
+    return InvalidArgument("no runnable model found (looked in " + where + "); give a MODEL file or --models-dir DIR");
+  }
+  server::ModelRouter::Options ro;
+  ro.max_loaded = o.max_loaded;
+  ro.idle_unload_s = o.idle_unload_s;
+  ro.max_queue = o.max_queue;
+  if (!o.memory_budget.empty()) {
+    EMBER_ASSIGN_OR_RETURN(size_t b, ParseByteSize(o.memory_budget));
+    ro.memory_budget_bytes = b;
+  } else if (o.fake_models.empty()) {
+    ro.memory_budget_bytes = DefaultKvBudgetBytes(0, nullptr);
+  }
+  std::fprintf(stderr, "ember: %zu models (%zu runnable), loaded on demand; memory budget %s%s, max loaded %s, idle unload %s\n",
+               specs.size(), runnable, ro.memory_budget_bytes == 0 ? "unlimited" : FormatBytes(ro.memory_budget_bytes).c_str(),
+               o.memory_budget.empty() && ro.memory_budget_bytes > 0 ? " (75% of available memory)" : "",
+               o.max_loaded == 0 ? "unlimited" : std::to_string(o.max_loaded).c_str(),
+               o.idle_unload_s == 0 ? "off" : (std::to_string(static_cast<int64_t>(o.idle_unload_s)) + " s").c_str());
+  m.router = std::make_unique<server::ModelRouter>(std::move(specs), m.loader.get(), ro);
+  return m;
+}
+
+// Starts `http`, waits for SIGTERM/SIGINT (blocked by the caller), drains and flushes.
+int RunUntilSignal(server::HttpServer& http, const ServeOptions& o, sigset_t* stop_signals, const std::string& what) {
+  if (Status st = http.Start(); !st.ok()) {
+    std::fprintf(stderr, "ember serve: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  std::printf("ember: serving %s on http://%s:%d\n", what.c_str(), o.host.c_str(), http.port());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(stop_signals, &sig);
+  std::fprintf(stderr, "ember serve: signal %d, draining (up to %.0f s; a second signal stops at once)\n", sig,
+               o.shutdown_timeout_s);
+  // Only main unblocks: a second Ctrl-C during the drain or the flush ends the process (the user asked).
+  pthread_sigmask(SIG_UNBLOCK, stop_signals, nullptr);
+  Status st = http.Shutdown();
+  std::fprintf(stderr, "ember serve: stopped; cache flush: %s\n", st.ok() ? "ok" : st.ToString().c_str());
+  return st.ok() ? 0 : 1;
 }
 
 // Runs until SIGTERM/SIGINT. The signals are blocked in every thread and taken here with sigwait, so no
@@ -75,41 +169,60 @@ int Serve(ServeOptions o, const std::string& key_file) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  auto backend = MakeBackend(o);
-  if (!backend.ok()) {
-    std::fprintf(stderr, "ember serve: %s\n", backend.status().ToString().c_str());
-    return backend.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
   if (server::HttpWorkerThreads(o) <= static_cast<int>(server::MaxAdmittedGenerations(o))) {
     std::fprintf(stderr,
                  "ember serve: warning: --http-threads %d <= --max-queue + --parallel: running and queued "
                  "generations can hold every worker, so the 429 cannot fire and /health waits behind them\n",
                  server::HttpWorkerThreads(o));
   }
-  server::HttpServer http(o, backend->get());
-  if (Status st = http.Start(); !st.ok()) {
+  auto fail = [](const Status& st) {
     std::fprintf(stderr, "ember serve: %s\n", st.ToString().c_str());
-    return 1;
+    return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  };
+  if (o.multi_model) {
+    StatusOr<SeveralModels> models = MakeRouter(o);
+    if (!models.ok()) return fail(models.status());
+    server::HttpServer http(o, models->router.get());
+    const std::vector<std::string> names = models->router->RunnableNames();
+    std::string what = std::to_string(names.size()) + " models (";
+    for (size_t i = 0; i < names.size() && i < 8; ++i) what += (i ? ", " : "") + names[i];
+    what += names.size() > 8 ? ", ...)" : ")";
+    return RunUntilSignal(http, o, &stop_signals, what);
   }
-  std::printf("ember: serving %s on http://%s:%d\n", http.context().model_id.c_str(), o.host.c_str(), http.port());
-  std::fflush(stdout);
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "ember serve: signal %d, draining (up to %.0f s; a second signal stops at once)\n", sig,
-               o.shutdown_timeout_s);
-  // Only main unblocks: a second Ctrl-C during the drain or the flush ends the process (the user asked).
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-  Status st = http.Shutdown();
-  std::fprintf(stderr, "ember serve: stopped; cache flush: %s\n", st.ok() ? "ok" : st.ToString().c_str());
-  return st.ok() ? 0 : 1;
+  auto backend = MakeBackend(o);
+  if (!backend.ok()) return fail(backend.status());
+  server::HttpServer http(o, backend->get());
+  return RunUntilSignal(http, o, &stop_signals, http.context().model_id);
 }
 
 void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI- and Anthropic-compatible HTTP API");
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve a model (or several, by name) over an OpenAI- and Anthropic-compatible HTTP API");
   auto o = std::make_shared<ServeOptions>();
   auto key_file = std::make_shared<std::string>();
   auto prompt_specials = std::make_shared<std::string>("on");
-  cmd->add_option("MODEL", o->model_path, "GGUF model file")->envname("EMBER_MODEL");
+  cmd->add_option("MODEL", o->model_path,
+                  "GGUF model file, served for every request whatever its `model` names. Without MODEL: every "
+                  "runnable model found in ember's data dir ($XDG_DATA_HOME/ember) and the llama.cpp, LM Studio, "
+                  "Ollama and Hugging Face stores, by name (see --models-dir)")
+      ->envname("EMBER_MODEL");
+  cmd->add_option("--models-dir", o->models_dirs,
+                  "Serve several models by name: the GGUF files in this folder (repeatable) and in ember's data "
+                  "dir (not the other tools' stores), plus MODEL if given. A request's `model` picks one and loads "
+                  "it on demand; GET /v1/models lists them")
+      ->envname("EMBER_MODELS_DIR");
+  cmd->add_option("--max-loaded", o->max_loaded,
+                  "With several models: most loaded at once (0 = as many as --memory-budget holds); loading one "
+                  "more first unloads the least recently used idle one (its prompt cache kept on SSD)")
+      ->capture_default_str()->check(CLI::Range(0, 1024))->envname("EMBER_MAX_LOADED");
+  cmd->add_option("--idle-unload", o->idle_unload_s,
+                  "With several models: unload a model no request has used for this many seconds (0 = never)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_IDLE_UNLOAD");
+  cmd->add_option("--memory-budget", o->memory_budget,
+                  "With several models: memory for the loaded models' weights and KV budgets together, e.g. 16G "
+                  "(default: 75% of available memory at start). Each model is charged its file size plus its KV "
+                  "budget (--kv-budget, else --parallel full contexts, cut to what is left, at least one)")
+      ->envname("EMBER_MEMORY_BUDGET");
   cmd->add_flag("--fake", o->fake,
                 "Serve a deterministic fake backend instead of a model: byte tokens, replies scripted with "
                 "'echo: TEXT' (tool calls included), no prompt cache (cached_tokens 0). For testing HTTP "
@@ -207,6 +320,11 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--request-timeout", o->request_timeout_s,
                   "Seconds from a request's first byte to the end of its body (408 beyond: slow clients)")
       ->capture_default_str()->check(CLI::Range(0.1, 86400.0))->envname("EMBER_REQUEST_TIMEOUT");
+  auto fake_models = std::make_shared<std::string>();
+  cmd->add_option("--fake-models", *fake_models,
+                  "Serve several fake models by these comma-separated names (as --fake, one backend each, loaded "
+                  "on demand): for testing model selection without model files")
+      ->envname("EMBER_FAKE_MODELS");
   cmd->add_option("--fake-token-delay-ms", o->fake_token_delay_ms,
                   "--fake: sleep per token (to test streaming, cancel and drain)")
       ->capture_default_str()->check(CLI::Range(0, 10000))->envname("EMBER_FAKE_TOKEN_DELAY_MS");
@@ -245,7 +363,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
                   "Seconds a stored response is kept (0 = until evicted by size; default 30 days)")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_RESPONSES_TTL");
   cmd->callback([o, cmd, key_file, set_exit, no_ssd, verify, prompt_specials, store_size, seed, no_metrics, no_slots,
-                 accepted, tags] {
+                 accepted, tags, fake_models] {
     ServeOptions opts = *o;
     // --draft-model alone means --spec draft.
     if (!opts.draft_model_path.empty() && cmd->get_option("--spec")->count() == 0) opts.spec = "draft";
@@ -261,6 +379,13 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
     opts.model_aliases = SplitList(opts.model_alias);
     if (!opts.model_aliases.empty()) opts.model_alias = opts.model_aliases.front();
     opts.model_tags = SplitList(*tags);
+    opts.fake_models = SplitList(*fake_models);
+    // Several models: --models-dir, --fake-models, or no MODEL (not --fake) — the whole library then,
+    // the other tools' stores included; --models-dir alone means its folders and the data dir only.
+    opts.multi_model = !opts.fake_models.empty() || !opts.models_dirs.empty() || (opts.model_path.empty() && !opts.fake);
+    opts.model_stores = opts.model_path.empty() && opts.models_dirs.empty();
+    opts.models_data_dir = DataDir();
+    if (const char* home = std::getenv("HOME"); home != nullptr) opts.models_home = home;
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
     if (*no_ssd) {

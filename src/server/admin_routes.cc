@@ -36,6 +36,20 @@ void StartEventStream(httplib::Response& res, std::function<void(SseWriter&)> st
       [release = std::move(release)](bool) { release(); });
 }
 
+json HealthJson(ServerContext& ctx) {
+  json out = {{"status", ctx.draining.load() ? "shutting_down" : "ok"}};
+  if (!ctx.models->multi()) {
+    out["model"] = ctx.model_id;
+    return out;
+  }
+  json loaded = json::array();
+  for (const ModelStatus& m : ctx.models->List()) {
+    if (m.state == ModelState::kLoaded) loaded.push_back(m.spec.name);
+  }
+  out["models_loaded"] = std::move(loaded);
+  return out;
+}
+
 namespace {
 
 json ValuesJson(const std::vector<StatValue>& values) {
@@ -67,9 +81,11 @@ json TokensJson(const MetricsRegistry& m) {
           {"generated", total("ember_generated_tokens_total")}};
 }
 
-json StatsJson(ServerContext& ctx) {
-  const BackendStats b = ctx.backend->Stats();
-  const Scheduler::Stats q = ctx.scheduler->stats();
+// One model's engine, cache tiers, queue, batch values and lanes: /stats' top level with one model, each
+// loaded entry of its `models` array with several.
+json ModelStatsJson(const ServedModel& m) {
+  const BackendStats b = m.backend->Stats();
+  const Scheduler::Stats q = m.scheduler->stats();
   json tiers = json::object();
   for (const CacheTierStats& t : b.cache_tiers) {
     json tier = ValuesJson(t.values);
@@ -79,36 +95,124 @@ json StatsJson(ServerContext& ctx) {
     }
     tiers[t.tier] = std::move(tier);
   }
-  return json{{"model", ctx.model_id},
-              {"engine", {{"name", b.engine}, {"context_length", ctx.backend->context_length()}, {"values", ValuesJson(b.engine_values)}}},
+  return json{{"engine", {{"name", b.engine}, {"context_length", m.backend->context_length()}, {"values", ValuesJson(b.engine_values)}}},
               {"cache", {{"tiers", std::move(tiers)}}},
               {"queue", {{"waiting", q.queued}, {"running", q.running}, {"completed", q.completed},
                          {"rejected", q.rejected}, {"max_waiting", q.max_queue}, {"lanes", q.lanes},
                          {"waiting_for_memory", q.waiting_for_memory}, {"admission_waits", q.admission_waits}}},
               {"batch", {{"values", ValuesJson(b.batch_values)}}},
-              {"lanes", LanesJson(q, b)},
+              {"lanes", LanesJson(q, b)}};
+}
+
+// With several models: every known model (docs/server.md, "Several models"), the loaded ones with their
+// ModelStatsJson, and the router's counters and memory.
+json MultiStatsJson(ServerContext& ctx) {
+  const std::vector<ModelStatus> known = ctx.models->List();  // before the leases below count as holders
+  std::vector<ModelLease> loaded = ctx.models->LeaseLoaded();
+  json models = json::array();
+  for (const ModelStatus& m : known) {
+    json entry = ModelStatusJson(m, ctx.UnixSeconds());
+    entry["name"] = m.spec.name;  // (= id: the dashboard's key)
+    entry["path"] = m.spec.path;
+    entry["leases"] = m.leases;
+    entry["idle_s"] = m.idle_s;
+    entry["memory_bytes"] = m.charged_bytes;
+    entry["kv_budget_bytes"] = m.kv_budget_bytes;
+    entry["loads"] = m.loads;
+    entry["unloads"] = m.unloads;
+    entry["load_failures"] = m.load_failures;
+    entry["last_load_s"] = m.last_load_s;
+    for (const ModelLease& lease : loaded) {
+      if (lease.id() == m.spec.name) entry.update(ModelStatsJson(lease.model()));
+    }
+    models.push_back(std::move(entry));
+  }
+  const RouterStats r = ctx.models->stats();
+  return json{{"models", std::move(models)},
+              {"router", {{"known", r.known}, {"loaded", r.loaded}, {"max_loaded", r.max_loaded},
+                          {"idle_unload_s", r.idle_unload_s}, {"loads", r.loads}, {"load_failures", r.load_failures},
+                          {"lru_unloads", r.lru_unloads}, {"idle_unloads", r.idle_unloads}, {"refused", r.refused},
+                          {"memory_budget_bytes", r.memory_budget_bytes}, {"memory_charged_bytes", r.charged_bytes}}},
               {"tokens", TokensJson(*ctx.metrics)},
               {"uptime_s", ctx.SteadySeconds() - ctx.started_at}};
 }
 
-std::string MetricsText(ServerContext& ctx) {
-  const Scheduler::Stats q = ctx.scheduler->stats();
+json StatsJson(ServerContext& ctx) {
+  if (ctx.models->multi()) return MultiStatsJson(ctx);
+  std::vector<ModelLease> one = ctx.models->LeaseLoaded();
+  json out = ModelStatsJson(one.at(0).model());
+  out["model"] = ctx.model_id;
+  out["tokens"] = TokensJson(*ctx.metrics);
+  out["uptime_s"] = ctx.SteadySeconds() - ctx.started_at;
+  return out;
+}
+
+// The scheduler gauges (summed over the loaded models with several) and each lane's state.
+Scheduler::Stats RefreshQueueMetrics(ServerContext& ctx, const std::vector<ModelLease>& loaded) {
   MetricsRegistry& m = *ctx.metrics;
-  m.Set("ember_queue_waiting", {}, static_cast<double>(q.queued));
-  m.Set("ember_queue_running", {}, static_cast<double>(q.running));
-  m.Set("ember_queue_rejected", {}, static_cast<double>(q.rejected));
-  m.Set("ember_queue_waiting_for_memory", {}, static_cast<double>(q.waiting_for_memory));
-  m.Set("ember_queue_admission_waits_total", {}, static_cast<double>(q.admission_waits));
-  m.Set("ember_queue_lanes", {}, static_cast<double>(q.lanes));
-  for (const Scheduler::LaneState& l : q.lane_states) {
-    const Labels lane = {{"lane", std::to_string(l.lane)}};
-    m.Set("ember_lane_busy", lane, l.busy ? 1 : 0);
-    m.Set("ember_lane_completed_total", lane, static_cast<double>(l.completed));
+  Scheduler::Stats sum;
+  const bool multi = ctx.models->multi();
+  if (multi) {
+    m.ClearSeries("ember_lane_busy");  // lanes of models unloaded since the last scrape go
+    m.ClearSeries("ember_lane_completed_total");
   }
+  for (const ModelLease& lease : loaded) {
+    const Scheduler::Stats q = lease.scheduler().stats();
+    sum.queued += q.queued;
+    sum.running += q.running;
+    sum.rejected += q.rejected;
+    sum.waiting_for_memory += q.waiting_for_memory;
+    sum.admission_waits += q.admission_waits;
+    sum.lanes += q.lanes;
+    for (const Scheduler::LaneState& l : q.lane_states) {
+      Labels lane = {{"lane", std::to_string(l.lane)}};
+      if (multi) lane.insert(lane.begin(), {"model", lease.id()});
+      m.Set("ember_lane_busy", lane, l.busy ? 1 : 0);
+      m.Set("ember_lane_completed_total", lane, static_cast<double>(l.completed));
+    }
+  }
+  m.Set("ember_queue_waiting", {}, static_cast<double>(sum.queued));
+  m.Set("ember_queue_running", {}, static_cast<double>(sum.running));
+  m.Set("ember_queue_rejected", {}, static_cast<double>(sum.rejected));
+  m.Set("ember_queue_waiting_for_memory", {}, static_cast<double>(sum.waiting_for_memory));
+  m.Set("ember_queue_admission_waits_total", {}, static_cast<double>(sum.admission_waits));
+  m.Set("ember_queue_lanes", {}, static_cast<double>(sum.lanes));
+  return sum;
+}
+
+void RefreshRouterMetrics(ServerContext& ctx) {
+  MetricsRegistry& m = *ctx.metrics;
+  const RouterStats r = ctx.models->stats();
+  m.Set("ember_models_known", {}, static_cast<double>(r.known));
+  m.Set("ember_models_loaded", {}, static_cast<double>(r.loaded));
+  for (const ModelStatus& s : ctx.models->List()) {
+    m.Set("ember_model_loaded", {{"model", s.spec.name}}, s.state == ModelState::kLoaded ? 1 : 0);
+  }
+  m.Set("ember_model_loads_total", {}, static_cast<double>(r.loads));
+  m.Set("ember_model_load_failures_total", {}, static_cast<double>(r.load_failures));
+  m.Set("ember_model_unloads_total", {{"reason", "lru"}}, static_cast<double>(r.lru_unloads));
+  m.Set("ember_model_unloads_total", {{"reason", "idle"}}, static_cast<double>(r.idle_unloads));
+  m.Set("ember_model_loads_refused_total", {}, static_cast<double>(r.refused));
+  m.Set("ember_memory_budget_bytes", {}, static_cast<double>(r.memory_budget_bytes));
+  m.Set("ember_memory_charged_bytes", {}, static_cast<double>(r.charged_bytes));
+}
+
+std::string MetricsText(ServerContext& ctx) {
+  MetricsRegistry& m = *ctx.metrics;
+  std::vector<ModelLease> loaded = ctx.models->LeaseLoaded();
+  const Scheduler::Stats q = RefreshQueueMetrics(ctx, loaded);
   m.Set("ember_uptime_seconds", {}, ctx.SteadySeconds() - ctx.started_at);
-  const BackendStats b = ctx.backend->Stats();
-  RefreshLlamaMetrics(m, q, b);
-  return m.RenderPrometheus() + RenderBackendStatsPrometheus(b);
+  if (!ctx.models->multi()) {
+    const BackendStats b = loaded.at(0).backend().Stats();
+    RefreshLlamaMetrics(m, q, b);
+    return m.RenderPrometheus() + RenderBackendStatsPrometheus(b);
+  }
+  RefreshRouterMetrics(ctx);
+  // llama-server's gauges see the queue of every model; its engine-derived ones have no single engine.
+  RefreshLlamaMetrics(m, q, BackendStats{});
+  std::vector<LabeledBackendStats> all;
+  for (const ModelLease& lease : loaded) all.push_back({{{"model", lease.id()}}, lease.backend().Stats()});
+  return m.RenderPrometheus() + RenderBackendStatsPrometheus(all);
 }
 
 }  // namespace
@@ -121,7 +225,7 @@ std::vector<Route> AdminRoutes(ServerContext& ctx) {
       {"GET", "/health", ApiFlavor::kOpenAI, /*needs_auth=*/false,
        [c](Req, Res s) -> std::optional<ApiError> {
          const bool draining = c->draining.load();
-         SetJson(s, {{"status", draining ? "shutting_down" : "ok"}, {"model", c->model_id}}, draining ? 503 : 200);
+         SetJson(s, HealthJson(*c), draining ? 503 : 200);
          return std::nullopt;
        }},
       {"GET", "/stats", ApiFlavor::kOpenAI, true,
@@ -142,7 +246,7 @@ std::vector<Route> AdminRoutes(ServerContext& ctx) {
        }},
       {"POST", "/admin/cache/flush", ApiFlavor::kOpenAI, true,
        [c](Req, Res s) -> std::optional<ApiError> {
-         Status st = c->backend->FlushCache();
+         Status st = c->models->FlushAll();
          if (!st.ok()) return FromStatus(st);
          SetJson(s, {{"flushed", true}});
          return std::nullopt;

@@ -3,6 +3,7 @@
 
 #include "server/anthropic_response.h"
 #include "server/completion_flow.h"
+#include "server/model_select.h"
 #include "server/routes.h"
 #include "server/sse_writer.h"
 
@@ -15,6 +16,7 @@ constexpr const char* kRoute = "/v1/messages";
 
 struct MessageStream {
   ServerContext* ctx;
+  ModelLease model;  // keeps the model loaded until the response has ended
   std::shared_ptr<GenerationJob> job;
   CompletionRequest req;
   ResponseMeta meta;
@@ -68,10 +70,14 @@ std::optional<ApiError> HandleMessages(ServerContext& ctx, const httplib::Reques
   // Dispatch let the key in; which key it was is the caller's prompt-cache tenant.
   const std::string key_id =
       ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key"));
-  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value(), key_id);
+  ApiResult<ModelLease> model = AcquireModel(ctx, req.value().model);
+  if (!model.ok()) return model.error();
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, model.value().model(), req.value(), key_id);
   if (!job.ok()) return job.error();
-  auto state = std::make_shared<MessageStream>(MessageStream{
-      &ctx, job.value(), std::move(req.value()), ResponseMeta{ctx.NewId("msg_"), ctx.UnixSeconds(), ctx.model_id}});
+  const std::string id = model.value().id();
+  auto state = std::make_shared<MessageStream>(MessageStream{&ctx, std::move(model.value()), job.value(),
+                                                             std::move(req.value()),
+                                                             ResponseMeta{ctx.NewId("msg_"), ctx.UnixSeconds(), id}});
   if (state->req.stream) {
     StartEventStream(res, [state](SseWriter& w) { StreamMessage(*state, w); }, [state] { state->job->Cancel(); });
     return std::nullopt;
@@ -88,7 +94,9 @@ std::optional<ApiError> HandleCountTokens(ServerContext& ctx, const httplib::Req
   if (!body.ok()) return body.error();
   ApiResult<CompletionRequest> req = ParseAnthropicRequest(body.value(), /*require_max_tokens=*/false);
   if (!req.ok()) return req.error();
-  ApiResult<std::vector<int32_t>> ids = PromptTokens(ctx, req.value());
+  ApiResult<ModelLease> model = AcquireModel(ctx, req.value().model);
+  if (!model.ok()) return model.error();
+  ApiResult<std::vector<int32_t>> ids = PromptTokens(ctx, model.value().model(), req.value());
   if (!ids.ok()) return ids.error();
   SetJson(res, {{"input_tokens", ids.value().size()}});
   return std::nullopt;

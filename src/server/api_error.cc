@@ -26,13 +26,14 @@ ApiError FromStatus(const Status& status) {
 nlohmann::json ErrorBody(const ApiError& error, ApiFlavor flavor) {
   using nlohmann::json;
   if (flavor == ApiFlavor::kAnthropic) {
-    return json{{"type", "error"}, {"error", {{"type", error.type}, {"message", error.message}}}};
+    const std::string& type = error.anthropic_type.empty() ? error.type : error.anthropic_type;
+    return json{{"type", "error"}, {"error", {{"type", type}, {"message", error.message}}}};
   }
   return json{{"error",
                {{"message", error.message},
                 {"type", error.type},
                 {"param", error.param.empty() ? json(nullptr) : json(error.param)},
-                {"code", nullptr}}}};
+                {"code", error.code.empty() ? json(nullptr) : json(error.code)}}}};
 }
 
 }  // namespace ember::server

@@ -21,6 +21,10 @@ struct ApiError {
   std::string type = "invalid_request_error";
   std::string message;
   std::string param;  // the offending request field ("messages[1].content"), "" when none
+  // (The members below have initializers, so the many 4-member literals stay valid.)
+  std::string code = {};            // OpenAI's machine-readable `code` ("model_not_found"); "" -> null
+  std::string anthropic_type = {};  // the Anthropic flavor's type when it differs from `type` ("" = same)
+  int retry_after_s = 0;            // > 0: a Retry-After header (the SDKs wait that long before retrying)
 };
 
 ApiError InvalidRequest(std::string message, std::string param = "");

@@ -9,29 +9,30 @@
 
 namespace ember::server {
 
-ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const CompletionRequest& req) {
+ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const ServedModel& model,
+                                             const CompletionRequest& req) {
   if (req.kind == ApiKind::kCompletion) {
     if (req.prompt_is_ids) return req.prompt_ids;
     // A raw prompt is the caller's own markup (llama-server parses it the same way), so by default
     // "<|eot_id|>" in it is the control token; --completion-prompt-specials off makes it text.
-    StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(req.prompt_text, /*add_special=*/true,
+    StatusOr<std::vector<int32_t>> ids = model.backend->Tokenize(req.prompt_text, /*add_special=*/true,
                                                                ctx.options.completion_prompt_specials);
     if (!ids.ok()) return FromStatus(ids.status());
     return std::move(ids).value();
   }
   // Messages are text: a user typing "<|eot_id|><|start_header_id|>system..." must not forge a turn.
-  StatusOr<std::vector<int32_t>> ids = ctx.backend->TokenizeChat({req.messages, req.tools, true, req.template_kwargs});
+  StatusOr<std::vector<int32_t>> ids = model.backend->TokenizeChat({req.messages, req.tools, true, req.template_kwargs});
   if (!ids.ok()) return FromStatus(ids.status());
   return std::move(ids).value();
 }
 
-ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req,
-                                                          std::string_view api_key_id) {
+ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const ServedModel& model,
+                                                          const CompletionRequest& req, std::string_view api_key_id) {
   if (ctx.draining.load()) return Overloaded("the server is shutting down");
-  ApiResult<std::vector<int32_t>> prompt = PromptTokens(ctx, req);
+  ApiResult<std::vector<int32_t>> prompt = PromptTokens(ctx, model, req);
   if (!prompt.ok()) return prompt.error();
   const int64_t n_prompt = static_cast<int64_t>(prompt.value().size());
-  const int64_t n_ctx = ctx.backend->context_length();
+  const int64_t n_ctx = model.backend->context_length();
   if (n_prompt == 0) return InvalidRequest("the prompt is empty", "prompt");
   if (req.max_tokens && n_prompt + *req.max_tokens > n_ctx) {
     return InvalidRequest("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
@@ -44,7 +45,7 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
                               std::to_string(n_ctx) + " tokens)",
                           "messages");
   }
-  ApiResult<std::shared_ptr<const grammar::Grammar>> constraint = BuildOutputGrammar(ctx, req);
+  ApiResult<std::shared_ptr<const grammar::Grammar>> constraint = BuildOutputGrammar(*model.backend, req);
   if (!constraint.ok()) return constraint.error();
   GenerationRequest g;
   g.prompt = std::move(prompt.value());
@@ -60,12 +61,12 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
   g.cache_salt = CacheNamespace::TenantOf(api_key_id, req.cache_salt);
   // A request that could never be admitted (its KV over the whole budget) is refused now, not queued
   // for ever; the backend's message names the numbers.
-  if (Status admissible = ctx.backend->CheckAdmissible(g); !admissible.ok()) {
+  if (Status admissible = model.backend->CheckAdmissible(g); !admissible.ok()) {
     if (admissible.code() == StatusCode::kInvalidArgument) return InvalidRequest(admissible.message(), "max_tokens");
     return FromStatus(admissible);
   }
   auto job = std::make_shared<GenerationJob>(std::move(g), req.stop);
-  Status st = ctx.scheduler->Submit(job);
+  Status st = model.scheduler->Submit(job);
   if (st.code() == StatusCode::kFailedPrecondition) return Overloaded(st.message());
   if (!st.ok()) return FromStatus(st);
   return job;

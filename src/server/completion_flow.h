@@ -17,17 +17,19 @@
 
 namespace ember::server {
 
-// Renders and tokenizes the prompt; rejects prompt + max_tokens beyond the context with a 400 naming both
-// numbers (never truncates); submits. 429 when the queue is full, 503 when shutting down.
+// Renders and tokenizes the prompt with `model` (the request's, leased by the caller for as long as the
+// job lives: AcquireModel); rejects prompt + max_tokens beyond the context with a 400 naming both numbers
+// (never truncates); submits to the model's scheduler. 429 when the queue is full, 503 when shutting down.
 // `api_key_id` is who sent it (AccessControl::KeyIdentity, "" without keys): with the request's
 // cache_salt it names the prompt-cache tenant, so callers with different keys never share cached KV.
-ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const CompletionRequest& req,
-                                                          std::string_view api_key_id);
+ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const ServedModel& model,
+                                                          const CompletionRequest& req, std::string_view api_key_id);
 
-// The prompt the backend would see, as token ids (also for /v1/messages/count_tokens). Chat: the backend's
+// The prompt `model` would see, as token ids (also for /v1/messages/count_tokens). Chat: the backend's
 // TokenizeChat (client text never becomes control tokens). Raw completions: control-token strings in the
 // prompt parse as control tokens unless the server runs with completion_prompt_specials off.
-ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const CompletionRequest& req);
+ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const ServedModel& model,
+                                             const CompletionRequest& req);
 
 // Called with each piece of reply text as it becomes safe to send; returns false if the client is gone.
 using TextSink = std::function<bool(const std::string& text, const std::vector<TokenEvent>& tokens)>;

@@ -24,6 +24,7 @@ ApiFlavor FlavorForPath(const std::string& path) {
 
 void RenderError(httplib::Response& res, const ApiError& err, ApiFlavor flavor) {
   res.status = err.http_status;
+  if (err.retry_after_s > 0) res.set_header("Retry-After", std::to_string(err.retry_after_s));
   res.set_content(DumpJson(ErrorBody(err, flavor)), "application/json");
 }
 
@@ -65,26 +66,36 @@ ApiError TooSlow(const ServeOptions& o, const char* what) {
 bool RouteMatches(const Route& route, const std::string& path) {
   if (!route.prefix) return route.path == path;
   return path.size() > route.path.size() && path.compare(0, route.path.size(), route.path) == 0 &&
-         path.find('/', route.path.size()) == std::string::npos;
+         (route.nested || path.find('/', route.path.size()) == std::string::npos);
 }
 
 HttpServer::HttpServer(const ServeOptions& options, InferenceBackend* backend, Env* env)
+    : HttpServer(options,
+                 std::make_unique<ModelRouter>(backend, options.model_alias.empty() ? backend->model_id()
+                                                                                     : options.model_alias,
+                                               options.max_queue, env != nullptr ? env : Env::Default()),
+                 nullptr, env) {}
+
+HttpServer::HttpServer(const ServeOptions& options, ModelRouter* models, Env* env)
+    : HttpServer(options, nullptr, models, env) {}
+
+HttpServer::HttpServer(const ServeOptions& options, std::unique_ptr<ModelRouter> own, ModelRouter* models, Env* env)
     : options_(options),
-      backend_(backend),
+      own_models_(std::move(own)),
+      models_(own_models_ ? own_models_.get() : models),
       access_(options.api_keys, options.cors_origins),
       hosts_(IsLoopbackBindAddress(options.host) || !options.allowed_hosts.empty(), options.allowed_hosts),
-      scheduler_(backend, options.max_queue, env != nullptr ? env : Env::Default()),
       http_(std::make_unique<TransportServer>(LimitsFor(options, env != nullptr ? env : Env::Default()))) {
   ctx_.options = options_;
-  ctx_.backend = backend_;
-  ctx_.scheduler = &scheduler_;
+  ctx_.models = models_;
   ctx_.metrics = &metrics_;
   ctx_.access = &access_;
   ctx_.env = env != nullptr ? env : Env::Default();
   ctx_.started_at = ctx_.SteadySeconds();
-  ctx_.model_id = options_.model_alias.empty() ? backend_->model_id() : options_.model_alias;
+  if (!models_->multi()) ctx_.model_id = models_->RunnableNames().at(0);
   DefineMetrics();
-  for (auto* family : {&OpenAIRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes, &LlamaRoutes, &WebUiRoutes}) {
+  for (auto* family : {&OpenAIRoutes, &ModelRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes, &LlamaRoutes,
+                       &WebUiRoutes}) {
     for (Route& r : (*family)(ctx_)) routes_.push_back(std::move(r));
   }
   InstallHooks();
@@ -113,6 +124,16 @@ void HttpServer::DefineMetrics() {
   metrics_.DefineCounter("ember_lane_completed_total", "generations the lane ran to their end");
   metrics_.DefineGauge("ember_uptime_seconds", "seconds since the server started");
   DefineLlamaMetrics(metrics_);
+  if (!models_->multi()) return;
+  metrics_.DefineGauge("ember_models_known", "models this server can serve");
+  metrics_.DefineGauge("ember_models_loaded", "models loaded now");
+  metrics_.DefineGauge("ember_model_loaded", "1 while the model is loaded");
+  metrics_.DefineCounter("ember_model_loads_total", "model loads that succeeded");
+  metrics_.DefineCounter("ember_model_load_failures_total", "model loads that failed");
+  metrics_.DefineCounter("ember_model_unloads_total", "models unloaded, by reason (lru: to make room; idle)");
+  metrics_.DefineCounter("ember_model_loads_refused_total", "loads refused because the room was held by models in use");
+  metrics_.DefineGauge("ember_memory_budget_bytes", "the memory budget of the loaded models (0: none)");
+  metrics_.DefineGauge("ember_memory_charged_bytes", "weights and KV budgets of the loaded models");
 }
 
 void HttpServer::Dispatch(const Route& route, const httplib::Request& req, httplib::Response& res) {
@@ -235,7 +256,7 @@ void HttpServer::InstallHooks() {
   for (const Route& route : routes_) {
     // httplib matches a pattern as a regex: a prefix route takes one more segment (route paths hold no
     // regex metacharacters).
-    const std::string pattern = route.prefix ? route.path + "[^/]+" : route.path;
+    const std::string pattern = route.prefix ? route.path + (route.nested ? ".+" : "[^/]+") : route.path;
     if (route.method == "GET" || route.method == "DELETE") {
       auto handler = [this, &route](const httplib::Request& q, httplib::Response& s) { Dispatch(route, q, s); };
       if (route.method == "GET") {
@@ -333,10 +354,10 @@ Status HttpServer::Shutdown() {
   if (stopped_) return Status::Ok();
   stopped_ = true;
   ctx_.draining.store(true);
-  scheduler_.Shutdown(std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)));
+  models_->Drain(std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)));
   http_->stop();
   if (listener_.joinable()) listener_.join();
-  return backend_->FlushCache();
+  return models_->FlushAll();
 }
 
 }  // namespace ember::server

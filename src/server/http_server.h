@@ -3,7 +3,8 @@
 // shapes every error (including httplib's own 404/413) as JSON in the route's API flavor, counts requests.
 //
 // Threads: one listener thread (accept loop), a pool of HttpWorkerThreads() connection workers (parse,
-// validate, template, tokenize, stream), and the Scheduler's generation lanes. See docs/server.md.
+// validate, template, tokenize, stream), and each loaded model's Scheduler lanes (model_router.h). See
+// docs/server.md.
 #pragma once
 
 #include <memory>
@@ -24,9 +25,12 @@ struct BodyFraming;
 
 class HttpServer {
  public:
-  // `backend` must outlive the server, and so must `env` (its clocks: request deadlines, uptime,
-  // `created`, latencies; null: Env::Default()).
+  // One model: `backend` serves every request whatever its `model` names. It must outlive the server,
+  // and so must `env` (its clocks: request deadlines, uptime, `created`, latencies; null: Env::Default()).
   HttpServer(const ServeOptions& options, InferenceBackend* backend, Env* env = nullptr);
+  // Several models (ModelRouter with a loader): a request's `model` picks one. `models` must outlive
+  // the server; Shutdown drains and flushes it.
+  HttpServer(const ServeOptions& options, ModelRouter* models, Env* env = nullptr);
   ~HttpServer();  // Shutdown() if still running
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -35,12 +39,13 @@ class HttpServer {
   Status Start();
   int port() const { return port_; }
   // Stops admitting work, gives in-flight generations options.shutdown_timeout_s, cancels the rest,
-  // closes the listener, then flushes the backend's cache. Idempotent.
+  // closes the listener, then flushes every loaded model's cache. Idempotent.
   Status Shutdown();
 
   ServerContext& context() { return ctx_; }
 
  private:
+  HttpServer(const ServeOptions& options, std::unique_ptr<ModelRouter> own, ModelRouter* models, Env* env);
   void DefineMetrics();
   void Dispatch(const Route& route, const httplib::Request& req, httplib::Response& res);
   const Route* FindRoute(const std::string& method, const std::string& path) const;
@@ -57,11 +62,11 @@ class HttpServer {
   void InstallErrorShaping();
 
   ServeOptions options_;
-  InferenceBackend* backend_;
+  std::unique_ptr<ModelRouter> own_models_;  // single-model mode's router
+  ModelRouter* models_;
   MetricsRegistry metrics_;
   AccessControl access_;
   HostAllowlist hosts_;
-  Scheduler scheduler_;
   ServerContext ctx_;
   std::vector<Route> routes_;
   std::unique_ptr<TransportServer> http_;

@@ -1,11 +1,13 @@
 // llama-server's native routes (docs/llama-server-compat.md): POST /completion (and /completions),
-// /tokenize, /detokenize, /apply-template, GET /props, /slots, /models, /v1/health. They run on the same
-// StartGeneration / PumpJob path as the OpenAI and Anthropic routes; only the wire shapes differ.
+// /tokenize, /detokenize, /apply-template, GET /props, /slots, /v1/health (GET /models is in
+// model_routes.cc). They run on the same StartGeneration / PumpJob path as the OpenAI and Anthropic
+// routes; only the wire shapes differ. With several models, a body's `model` (or GET's ?model=) picks one.
 #include <memory>
 
 #include "server/completion_flow.h"
 #include "server/llama_request.h"
 #include "server/llama_response.h"
+#include "server/model_select.h"
 #include "server/routes.h"
 #include "server/sse_writer.h"
 
@@ -16,18 +18,26 @@ using nlohmann::json;
 
 constexpr const char* kRoute = "/completion";
 
-LlamaDefaults DefaultsOf(const ServerContext& ctx) {
+LlamaDefaults DefaultsOf(const ServerContext& ctx, const ServedModel& model) {
   LlamaDefaults d;
   d.n_predict = ctx.options.n_predict;
   d.temperature = ctx.options.default_temperature;
   d.seed = ctx.options.default_seed;
-  d.parallel = std::max(1, static_cast<int>(ctx.scheduler->stats().lanes));
+  d.parallel = std::max(1, static_cast<int>(model.scheduler->stats().lanes));
   return d;
+}
+
+// The model a body's `model` field names, leased.
+ApiResult<ModelLease> ModelOfBody(ServerContext& ctx, const json& body) {
+  ApiResult<std::string> name = ModelField(body);
+  if (!name.ok()) return name.error();
+  return AcquireModel(ctx, name.value());
 }
 
 // The prompt as token ids. Text pieces are tokenized like a raw /v1/completions prompt; the BOS goes in
 // front only when the prompt starts with text (llama-server's rule), never before a piece in the middle.
-ApiResult<std::vector<int32_t>> ResolvePrompt(ServerContext& ctx, const std::vector<PromptPiece>& pieces) {
+ApiResult<std::vector<int32_t>> ResolvePrompt(ServerContext& ctx, const ServedModel& model,
+                                              const std::vector<PromptPiece>& pieces) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (!pieces[i].is_text) {
@@ -35,7 +45,7 @@ ApiResult<std::vector<int32_t>> ResolvePrompt(ServerContext& ctx, const std::vec
       continue;
     }
     StatusOr<std::vector<int32_t>> t =
-        ctx.backend->Tokenize(pieces[i].text, /*add_special=*/i == 0, ctx.options.completion_prompt_specials);
+        model.backend->Tokenize(pieces[i].text, /*add_special=*/i == 0, ctx.options.completion_prompt_specials);
     if (!t.ok()) return FromStatus(t.status());
     ids.insert(ids.end(), t->begin(), t->end());
   }
@@ -44,6 +54,7 @@ ApiResult<std::vector<int32_t>> ResolvePrompt(ServerContext& ctx, const std::vec
 
 struct CompletionStream {
   ServerContext* ctx;
+  ModelLease model;  // keeps the model loaded until the response has ended
   std::shared_ptr<GenerationJob> job;
   LlamaCompletion c;
   LlamaReplyInfo info;
@@ -70,13 +81,17 @@ void StreamCompletion(CompletionStream& s, SseWriter& w) {
 std::optional<ApiError> HandleCompletion(ServerContext& ctx, const httplib::Request& http, httplib::Response& res) {
   ApiResult<json> body = ParseJsonBody(http);
   if (!body.ok()) return body.error();
-  ApiResult<LlamaCompletion> parsed = ParseLlamaCompletion(body.value(), DefaultsOf(ctx));
+  // The model first: the body's id_slot is checked against its lanes.
+  ApiResult<ModelLease> lease = ModelOfBody(ctx, body.value());
+  if (!lease.ok()) return lease.error();
+  const ServedModel& model = lease.value().model();
+  ApiResult<LlamaCompletion> parsed = ParseLlamaCompletion(body.value(), DefaultsOf(ctx, model));
   if (!parsed.ok()) return parsed.error();
   LlamaCompletion& c = parsed.value();
-  ApiResult<std::vector<int32_t>> ids = ResolvePrompt(ctx, c.prompt);
+  ApiResult<std::vector<int32_t>> ids = ResolvePrompt(ctx, model, c.prompt);
   if (!ids.ok()) return ids.error();
   const int64_t n_prompt = static_cast<int64_t>(ids.value().size());
-  const int64_t n_ctx = ctx.backend->context_length();
+  const int64_t n_ctx = model.backend->context_length();
   if (n_prompt >= n_ctx) {
     return InvalidRequest("the request exceeds the available context size: the prompt is " + std::to_string(n_prompt) +
                               " tokens, the context " + std::to_string(n_ctx) + " (raise --ctx-size)",
@@ -92,15 +107,16 @@ std::optional<ApiError> HandleCompletion(ServerContext& ctx, const httplib::Requ
   c.req.prompt_is_ids = true;
   const std::string key_id =
       ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key"));
-  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, c.req, key_id);
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, model, c.req, key_id);
   if (!job.ok()) return job.error();
-  LlamaReplyInfo info{ctx.model_id, static_cast<int32_t>(n_ctx), ""};
+  LlamaReplyInfo info{model.id, static_cast<int32_t>(n_ctx), ""};
   if (c.prompt.size() == 1 && c.prompt[0].is_text) {
     info.prompt_text = c.prompt[0].text;
-  } else if (StatusOr<std::string> text = ctx.backend->Detokenize(c.req.prompt_ids); text.ok()) {
+  } else if (StatusOr<std::string> text = model.backend->Detokenize(c.req.prompt_ids); text.ok()) {
     info.prompt_text = *text;
   }
-  auto state = std::make_shared<CompletionStream>(CompletionStream{&ctx, job.value(), std::move(c), std::move(info)});
+  auto state = std::make_shared<CompletionStream>(
+      CompletionStream{&ctx, std::move(lease.value()), job.value(), std::move(c), std::move(info)});
   if (state->c.req.stream) {
     StartEventStream(res, [state](SseWriter& w) { StreamCompletion(*state, w); }, [state] { state->job->Cancel(); });
     return std::nullopt;
@@ -118,7 +134,10 @@ std::optional<ApiError> Tokenize(ServerContext& ctx, const httplib::Request& htt
   ApiResult<LlamaTokenize> req = ParseLlamaTokenize(body.value());
   if (!req.ok()) return req.error();
   const LlamaTokenize& t = req.value();
-  StatusOr<std::vector<int32_t>> ids = ctx.backend->Tokenize(t.content, t.add_special, t.parse_special);
+  ApiResult<ModelLease> model = ModelOfBody(ctx, body.value());
+  if (!model.ok()) return model.error();
+  InferenceBackend& backend = model.value().backend();
+  StatusOr<std::vector<int32_t>> ids = backend.Tokenize(t.content, t.add_special, t.parse_special);
   if (!ids.ok()) return FromStatus(ids.status());
   json tokens = json::array();
   for (int32_t id : *ids) {
@@ -126,7 +145,7 @@ std::optional<ApiError> Tokenize(ServerContext& ctx, const httplib::Request& htt
       tokens.push_back(id);
       continue;
     }
-    StatusOr<std::string> piece = ctx.backend->Detokenize({id});
+    StatusOr<std::string> piece = backend.Detokenize({id});
     tokens.push_back({{"id", id}, {"piece", PieceJson(piece.ok() ? *piece : "")}});
   }
   SetJson(res, {{"tokens", tokens}});
@@ -138,7 +157,9 @@ std::optional<ApiError> Detokenize(ServerContext& ctx, const httplib::Request& h
   if (!body.ok()) return body.error();
   ApiResult<std::vector<int32_t>> ids = ParseLlamaDetokenize(body.value());
   if (!ids.ok()) return ids.error();
-  StatusOr<std::string> text = ctx.backend->Detokenize(ids.value());
+  ApiResult<ModelLease> model = ModelOfBody(ctx, body.value());
+  if (!model.ok()) return model.error();
+  StatusOr<std::string> text = model.value().backend().Detokenize(ids.value());
   if (!text.ok()) return FromStatus(text.status());
   SetJson(res, {{"content", *text}});
   return std::nullopt;
@@ -150,19 +171,47 @@ std::optional<ApiError> ApplyTemplate(ServerContext& ctx, const httplib::Request
   if (!body.ok()) return body.error();
   ApiResult<CompletionRequest> req = ParseOpenAIChatRequest(body.value());
   if (!req.ok()) return req.error();
-  StatusOr<std::string> text =
-      ctx.backend->ApplyChatTemplate({req.value().messages, req.value().tools, true, req.value().template_kwargs});
+  ApiResult<ModelLease> model = AcquireModel(ctx, req.value().model);
+  if (!model.ok()) return model.error();
+  StatusOr<std::string> text = model.value().backend().ApplyChatTemplate(
+      {req.value().messages, req.value().tools, true, req.value().template_kwargs});
   if (!text.ok()) return FromStatus(text.status());
   SetJson(res, {{"prompt", *text}});
   return std::nullopt;
 }
 
-LlamaServerInfo InfoOf(const ServerContext& ctx) {
-  return {ctx.options.fake ? "fake.gguf" : ctx.options.model_path, ctx.model_id, ctx.backend->chat_template(),
-          ctx.backend->context_length(), DefaultsOf(ctx)};
+LlamaServerInfo InfoOf(const ServerContext& ctx, const ServedModel& model) {
+  const std::string path = ctx.models->multi() ? model.path : ctx.options.fake ? "fake.gguf" : ctx.options.model_path;
+  return {path, model.id, model.backend->chat_template(), model.backend->context_length(), DefaultsOf(ctx, model)};
 }
 
 ApiError NotSupported(const std::string& what) { return {501, "not_supported_error", what, ""}; }
+
+// The lanes of the model ?model= names (with several models: only if it is loaded; none otherwise,
+// since looking must not load it).
+std::optional<ApiError> Slots(ServerContext& ctx, const httplib::Request& q, httplib::Response& res) {
+  if (!ctx.options.slots_endpoint) return NotSupported("This server does not support slots endpoint (--no-slots).");
+  ModelLease model;
+  if (!ctx.models->multi()) {
+    model = std::move(AcquireModel(ctx, "").value());
+  } else {
+    const std::string name = q.get_param_value("model");
+    if (name.empty()) return InvalidRequest("GET /slots?model=NAME: this server serves several models", "model");
+    for (ModelLease& m : ctx.models->LeaseLoaded()) {
+      if (m.id() == name) model = std::move(m);
+    }
+    if (!model) {
+      SetJson(res, json::array());
+      return std::nullopt;
+    }
+  }
+  const Scheduler::Stats st = model.scheduler().stats();
+  if (q.get_param_value("fail_on_no_slot") == "1" && st.running >= st.lanes) {
+    return ApiError{503, "unavailable_error", "no slot available", ""};
+  }
+  SetJson(res, LlamaSlotsJson(st, model.backend().context_length()));
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -178,34 +227,18 @@ std::vector<Route> LlamaRoutes(ServerContext& ctx) {
       {"POST", "/detokenize", ApiFlavor::kOpenAI, true, [c](Req q, Res s) { return Detokenize(*c, q, s); }},
       {"POST", "/apply-template", ApiFlavor::kOpenAI, true, [c](Req q, Res s) { return ApplyTemplate(*c, q, s); }},
       {"GET", "/props", ApiFlavor::kOpenAI, true,
-       [c](Req, Res s) -> std::optional<ApiError> {
-         SetJson(s, LlamaPropsJson(InfoOf(*c), static_cast<int32_t>(c->scheduler->stats().lanes)));
-         return std::nullopt;
-       }},
-      {"GET", "/slots", ApiFlavor::kOpenAI, true,
        [c](Req q, Res s) -> std::optional<ApiError> {
-         if (!c->options.slots_endpoint) return NotSupported("This server does not support slots endpoint (--no-slots).");
-         const Scheduler::Stats st = c->scheduler->stats();
-         if (q.get_param_value("fail_on_no_slot") == "1" && st.running >= st.lanes) {
-           return ApiError{503, "unavailable_error", "no slot available", ""};
-         }
-         SetJson(s, LlamaSlotsJson(st, c->backend->context_length()));
+         ApiResult<ModelLease> model = AcquireModel(*c, q.get_param_value("model"));
+         if (!model.ok()) return model.error();
+         const ServedModel& m = model.value().model();
+         SetJson(s, LlamaPropsJson(InfoOf(*c, m), static_cast<int32_t>(m.scheduler->stats().lanes)));
          return std::nullopt;
        }},
-      {"GET", "/models", ApiFlavor::kOpenAI, true,
-       [c](Req, Res s) -> std::optional<ApiError> {
-         json model = {{"id", c->model_id}, {"object", "model"}, {"created", c->UnixSeconds()},
-                       {"owned_by", "ember"}, {"context_length", c->backend->context_length()},
-                       {"aliases", c->options.model_aliases.empty() ? json::array({c->model_id})
-                                                                    : json(c->options.model_aliases)},
-                       {"tags", c->options.model_tags}};
-         SetJson(s, {{"object", "list"}, {"data", json::array({model})}});
-         return std::nullopt;
-       }},
+      {"GET", "/slots", ApiFlavor::kOpenAI, true, [c](Req q, Res s) { return Slots(*c, q, s); }},
       {"GET", "/v1/health", ApiFlavor::kOpenAI, false,
        [c](Req, Res s) -> std::optional<ApiError> {
          const bool draining = c->draining.load();
-         SetJson(s, {{"status", draining ? "shutting_down" : "ok"}, {"model", c->model_id}}, draining ? 503 : 200);
+         SetJson(s, HealthJson(*c), draining ? 503 : 200);
          return std::nullopt;
        }},
   };

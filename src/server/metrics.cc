@@ -103,6 +103,11 @@ void MetricsRegistry::Observe(const std::string& name, const Labels& labels, dou
   s.sum += value;
 }
 
+void MetricsRegistry::ClearSeries(const std::string& name) {
+  MutexLock lock(&mu_);
+  if (Family* f = Find(name)) f->series.clear();
+}
+
 double MetricsRegistry::Value(const std::string& name, const Labels& labels) const {
   MutexLock lock(&mu_);
   for (const Family& f : families_) {
@@ -196,16 +201,26 @@ std::vector<StatValue> LaneValues(const LaneStats& lane) {
 }
 
 std::string RenderBackendStatsPrometheus(const BackendStats& stats) {
+  return RenderBackendStatsPrometheus(std::vector<LabeledBackendStats>{{{}, stats}});
+}
+
+std::string RenderBackendStatsPrometheus(const std::vector<LabeledBackendStats>& all) {
   std::vector<FamilyText> fams;
-  AddValues(fams, "ember_engine_", stats.engine_values, {});
-  for (const CacheTierStats& tier : stats.cache_tiers) {
-    const Labels labels = {{"tier", tier.tier}};
-    AddValues(fams, "ember_cache_", tier.values, labels);
-    for (const HistogramValue& h : tier.histograms) AddHistogram(fams, "ember_cache_", h, labels);
-  }
-  AddValues(fams, "ember_batch_", stats.batch_values, {});
-  for (const LaneStats& lane : stats.lanes) {
-    AddValues(fams, "ember_lane_", LaneValues(lane), {{"lane", std::to_string(lane.lane)}});
+  auto with = [](Labels labels, const Labels& more) {
+    labels.insert(labels.end(), more.begin(), more.end());
+    return labels;
+  };
+  for (const auto& [base, stats] : all) {
+    AddValues(fams, "ember_engine_", stats.engine_values, base);
+    for (const CacheTierStats& tier : stats.cache_tiers) {
+      const Labels labels = with(base, {{"tier", tier.tier}});
+      AddValues(fams, "ember_cache_", tier.values, labels);
+      for (const HistogramValue& h : tier.histograms) AddHistogram(fams, "ember_cache_", h, labels);
+    }
+    AddValues(fams, "ember_batch_", stats.batch_values, base);
+    for (const LaneStats& lane : stats.lanes) {
+      AddValues(fams, "ember_lane_", LaneValues(lane), with(base, {{"lane", std::to_string(lane.lane)}}));
+    }
   }
   std::string out;
   for (const FamilyText& f : fams) {

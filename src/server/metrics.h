@@ -27,6 +27,9 @@ class MetricsRegistry {
   void Set(const std::string& name, const Labels& labels, double value) EXCLUDES(mu_);
   void Observe(const std::string& name, const Labels& labels, double value) EXCLUDES(mu_);
 
+  // Drops every series of a family (gauges whose label sets come and go, e.g. a model's lanes).
+  void ClearSeries(const std::string& name) EXCLUDES(mu_);
+
   // Counters/gauges; 0 if absent.
   double Value(const std::string& name, const Labels& labels) const EXCLUDES(mu_);
   // A counter or gauge summed over every label set (the route or tier labels); 0 if absent.
@@ -60,6 +63,13 @@ std::string FormatMetricValue(double v);
 // Per-lane stats are counters ember_lane_<field>_total{lane="i"} (requests, cache_hits, prompt_tokens,
 // cached_tokens).
 std::string RenderBackendStatsPrometheus(const BackendStats& stats);
+// Several backends' stats in one exposition (each family's header once): every sample of a backend
+// carries its `labels` first (with several models: {model="name"}).
+struct LabeledBackendStats {
+  Labels labels;
+  BackendStats stats;
+};
+std::string RenderBackendStatsPrometheus(const std::vector<LabeledBackendStats>& all);
 // One lane's stats as named values (what /stats and /metrics show per lane).
 std::vector<StatValue> LaneValues(const LaneStats& lane);
 

@@ -1,8 +1,9 @@
-// POST /v1/chat/completions, POST /v1/completions, GET /v1/models.
+// POST /v1/chat/completions, POST /v1/completions (GET /v1/models is in model_routes.cc).
 #include <memory>
 
 #include "server/completion_flow.h"
 #include "server/llama_response.h"
+#include "server/model_select.h"
 #include "server/routes.h"
 #include "server/sse_writer.h"
 
@@ -13,6 +14,7 @@ using nlohmann::json;
 
 struct StreamState {
   ServerContext* ctx;
+  ModelLease model;  // keeps the model loaded until the response has ended
   std::shared_ptr<GenerationJob> job;
   CompletionRequest req;
   ResponseMeta meta;
@@ -89,12 +91,15 @@ std::optional<ApiError> HandleGeneration(ServerContext& ctx, const httplib::Requ
   // Dispatch let the key in; which key it was is the caller's prompt-cache tenant.
   const std::string key_id =
       ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key"));
-  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, req.value(), key_id);
+  ApiResult<ModelLease> model = AcquireModel(ctx, req.value().model);
+  if (!model.ok()) return model.error();
+  ApiResult<std::shared_ptr<GenerationJob>> job = StartGeneration(ctx, model.value().model(), req.value(), key_id);
   if (!job.ok()) return job.error();
   const bool chat = kind == ApiKind::kChat;
+  const std::string id = model.value().id();
   auto state = std::make_shared<StreamState>(StreamState{
-      &ctx, job.value(), std::move(req.value()),
-      ResponseMeta{ctx.NewId(chat ? "chatcmpl-" : "cmpl-"), ctx.UnixSeconds(), ctx.model_id},
+      &ctx, std::move(model.value()), job.value(), std::move(req.value()),
+      ResponseMeta{ctx.NewId(chat ? "chatcmpl-" : "cmpl-"), ctx.UnixSeconds(), id},
       chat ? "/v1/chat/completions" : "/v1/completions"});
   if (state->req.stream) {
     void (*stream)(StreamState&, SseWriter&) = chat ? &StreamChat : &StreamText;
@@ -124,16 +129,6 @@ std::vector<Route> OpenAIRoutes(ServerContext& ctx) {
       {"POST", "/v1/completions", ApiFlavor::kOpenAI, true,
        [c](const httplib::Request& q, httplib::Response& s) {
          return HandleGeneration(*c, q, s, ApiKind::kCompletion);
-       }},
-      {"GET", "/v1/models", ApiFlavor::kOpenAI, true,
-       [c](const httplib::Request&, httplib::Response& s) -> std::optional<ApiError> {
-         json model = {{"id", c->model_id},
-                       {"object", "model"},
-                       {"created", c->UnixSeconds()},
-                       {"owned_by", "ember"},
-                       {"context_length", c->backend->context_length()}};
-         SetJson(s, {{"object", "list"}, {"data", json::array({model})}});
-         return std::nullopt;
        }},
   };
 }

@@ -15,7 +15,7 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> Compile(const std::string& gb
 
 }  // namespace
 
-ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerContext& ctx,
+ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(const InferenceBackend& backend,
                                                                       const CompletionRequest& req) {
   const bool forced_tool = req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kFunction;
   const int asked = (forced_tool ? 1 : 0) + (req.response_format != ResponseFormat::kText ? 1 : 0) +
@@ -25,7 +25,7 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerCont
                           forced_tool ? "tool_choice" : "grammar");
   }
   if (forced_tool) {
-    ApiResult<std::string> gbnf = ToolCallGrammar(ctx, req);
+    ApiResult<std::string> gbnf = ToolCallGbnf(backend.tool_call_syntax(), req);
     if (!gbnf.ok()) return gbnf.error();
     return Compile(gbnf.value(), "tool_choice");
   }

@@ -9,12 +9,12 @@
 #include "grammar/grammar.h"
 #include "server/api_error.h"
 #include "server/completion_request.h"
-#include "server/server_context.h"
+#include "server/backend.h"
 
 namespace ember::server {
 
-// null when the request constrains nothing.
-ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(ServerContext& ctx,
+// null when the request constrains nothing. `backend`: the model that will run it (its tool-call syntax).
+ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(const InferenceBackend& backend,
                                                                       const CompletionRequest& req);
 
 }  // namespace ember::server

@@ -9,6 +9,7 @@
 
 #include "cache/cache_namespace.h"
 #include "server/completion_flow.h"
+#include "server/model_select.h"
 #include "server/response_store.h"
 #include "server/responses_request.h"
 #include "server/responses_response.h"
@@ -46,6 +47,7 @@ ApiError InResponsesTerms(ApiError e) {
 
 struct Turn {
   ServerContext* ctx;
+  ModelLease model;  // keeps the model loaded until the response has ended
   std::shared_ptr<ResponseStore> store;
   std::shared_ptr<GenerationJob> job;
   ResponsesRequest req;
@@ -181,12 +183,15 @@ std::optional<ApiError> HandleCreate(ServerContext& ctx, const std::shared_ptr<R
   c.messages.clear();
   if (t->req.instructions) c.messages.push_back(ChatMessage{"system", *t->req.instructions, {}, "", ""});
   c.messages.insert(c.messages.end(), t->conversation.begin(), t->conversation.end());
+  ApiResult<ModelLease> model = AcquireModel(ctx, c.model);
+  if (!model.ok()) return model.error();
+  t->model = std::move(model.value());
   ApiResult<std::shared_ptr<GenerationJob>> job =
-      StartGeneration(ctx, c, ctx.access->KeyIdentity(http.get_header_value("Authorization"),
-                                                      http.get_header_value("x-api-key")));
+      StartGeneration(ctx, t->model.model(), c,
+                      ctx.access->KeyIdentity(http.get_header_value("Authorization"), http.get_header_value("x-api-key")));
   if (!job.ok()) return InResponsesTerms(job.error());
   t->job = job.value();
-  t->echo = EchoOf(t->req, RandomId("resp_"), ctx.UnixSeconds(), ctx.model_id);
+  t->echo = EchoOf(t->req, RandomId("resp_"), ctx.UnixSeconds(), t->model.id());
   if (c.stream) {
     StartEventStream(res, [t](SseWriter& w) { Stream(*t, w); }, [t] { t->job->Cancel(); });
     return std::nullopt;

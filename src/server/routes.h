@@ -27,6 +27,8 @@ struct Route {
   RouteHandler handler;
   // The path is "<path><segment>" with a non-empty segment holding no '/' (/v1/responses/{id}).
   bool prefix = false;
+  // With prefix: the rest may hold '/' too (/v1/models/{id}, where an id may be "org/repo:file").
+  bool nested = false;
 };
 // Whether `route` serves `path`.
 bool RouteMatches(const Route& route, const std::string& path);
@@ -35,6 +37,7 @@ std::vector<Route> OpenAIRoutes(ServerContext& ctx);     // /v1/chat/completions
 std::vector<Route> AnthropicRoutes(ServerContext& ctx);  // /v1/messages, /v1/messages/count_tokens
 std::vector<Route> AdminRoutes(ServerContext& ctx);      // /health, /stats, /metrics, /admin/cache/flush
 std::vector<Route> LlamaRoutes(ServerContext& ctx);      // llama-server's: /completion, /tokenize, /props, ...
+std::vector<Route> ModelRoutes(ServerContext& ctx);      // /v1/models, /v1/models/{id}, llama-server's /models
 // POST /v1/responses, GET and DELETE /v1/responses/{id}; owns the response store (response_store.h).
 std::vector<Route> ResponsesRoutes(ServerContext& ctx);
 // The browser UI (webui_assets.h): GET / (chat), /dashboard, /ui/<file>; no key needed (docs/webui.md).
@@ -44,6 +47,10 @@ std::vector<Route> WebUiRoutes(ServerContext& ctx);
 // nests deeper than kMaxJsonDepth (util/json_limited.h). Every route that takes a body parses it here.
 ApiResult<nlohmann::json> ParseJsonBody(const httplib::Request& req);
 void SetJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
+// GET /health and /v1/health: status, and the model (one) or the loaded models' names (several).
+nlohmann::json HealthJson(ServerContext& ctx);
+// One known model as /v1/models lists it with several models (ember's fields beside OpenAI's).
+nlohmann::json ModelStatusJson(const ModelStatus& m, int64_t created);
 // Answers with a server-sent-event stream that `stream` writes. httplib runs it on this worker after the
 // handler has returned, outside Dispatch's catch, so an exception there is caught here: it ends only this
 // response (the connection closes mid-stream) and is logged. `release` runs when the response is over,

@@ -11,7 +11,19 @@
 namespace ember::server {
 
 struct ServeOptions {
-  std::string model_path;                  // GGUF file; empty with `fake`
+  std::string model_path;                  // GGUF file; empty with `fake`, or to serve what a scan finds
+  // Several models (docs/server.md "Several models"): serve the runnable models of these folders and of
+  // models_data_dir ($XDG_DATA_HOME/ember), and, with model_stores, of the other tools' stores under
+  // models_home; each loaded on demand. Filled by the CLI; `multi_model` says this mode is on.
+  bool multi_model = false;
+  std::vector<std::string> models_dirs;
+  std::string models_data_dir;
+  std::string models_home;
+  bool model_stores = false;
+  std::vector<std::string> fake_models;    // --fake-models: several FakeBackends by these names
+  size_t max_loaded = 0;                   // models loaded at once (0 = as many as memory allows)
+  double idle_unload_s = 0;                // unload a model unused this long (0 = never)
+  std::string memory_budget;               // weights + KV budgets of the loaded models; empty: 75% of free RAM
   bool fake = false;                       // serve the deterministic FakeBackend (tests, demos)
   std::string model_alias;                 // served model id; default: the backend's model_id()
   std::string host = "127.0.0.1";          // loopback unless told otherwise

@@ -1,5 +1,6 @@
-// What every route handler shares: the backend, the scheduler, metrics and configuration. Owned by
-// HttpServer; handlers get a reference. All members are thread-safe or immutable after start.
+// What every route handler shares: the served models, metrics and configuration. Owned by HttpServer;
+// handlers get a reference. All members are thread-safe or immutable after start. A handler reaches a
+// model's backend and scheduler only through a lease (AcquireModel, model_select.h).
 #pragma once
 
 #include <atomic>
@@ -10,7 +11,7 @@
 #include "server/access_control.h"
 #include "server/backend.h"
 #include "server/metrics.h"
-#include "server/scheduler.h"
+#include "server/model_router.h"
 #include "server/serve_options.h"
 #include "util/env.h"
 
@@ -18,15 +19,14 @@ namespace ember::server {
 
 struct ServerContext {
   ServeOptions options;
-  InferenceBackend* backend = nullptr;
-  Scheduler* scheduler = nullptr;
+  ModelRouter* models = nullptr;         // one model (single-model mode) or several
   MetricsRegistry* metrics = nullptr;
   const AccessControl* access = nullptr;
   // Time comes from the Env (tests pass a simulated one): monotonic seconds for durations and uptime,
   // wall seconds for `created`.
   Env* env = Env::Default();
   double started_at = 0;
-  std::string model_id;                 // the id clients see
+  std::string model_id;                 // single-model mode: the id clients see ("" with several models)
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> draining{false};    // shutdown began: new work gets 503
 

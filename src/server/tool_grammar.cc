@@ -108,8 +108,4 @@ ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionReque
   return top + rules;
 }
 
-ApiResult<std::string> ToolCallGrammar(ServerContext& ctx, const CompletionRequest& req) {
-  return ToolCallGbnf(ctx.backend->tool_call_syntax(), req);
-}
-
 }  // namespace ember::server

@@ -12,7 +12,6 @@
 
 #include "server/api_error.h"
 #include "server/completion_request.h"
-#include "server/server_context.h"
 #include "server/tool_call_syntax.h"
 
 namespace ember::server {
@@ -21,8 +20,5 @@ namespace ember::server {
 // tools; kFunction: tool_choice_name). 400 naming the tool and the field when a tool's schema is not an
 // object schema or uses what the compiler cannot enforce (its message names the keyword).
 ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionRequest& req);
-
-// ToolCallGbnf in the syntax of the served model (InferenceBackend::tool_call_syntax()).
-ApiResult<std::string> ToolCallGrammar(ServerContext& ctx, const CompletionRequest& req);
 
 }  // namespace ember::server

@@ -10,10 +10,12 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const emberBin = process.env.EMBER_BIN ?? path.resolve(here, '../../build/ember');
 
-export async function startServer(extraArgs = [], { model = null } = {}) {
-  const target = model ? [model] : ['--fake'];
+// `fake: false` without a model serves what the args (or a scan) name; `env` adds environment variables.
+export async function startServer(extraArgs = [], { model = null, fake = true, env = {} } = {}) {
+  const target = model ? [model] : fake ? ['--fake'] : [];
   const proc = spawn(emberBin, ['serve', ...target, '--port', '0', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let stdout = '';
   let stderr = '';

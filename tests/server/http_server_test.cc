@@ -364,7 +364,7 @@ TEST_F(ServerTest, FullQueueIs429) {
   std::thread t1(background, &s1);
   while (backend_->generations_started() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   std::thread t2(background, &s2);
-  while (server_->context().scheduler->stats().queued < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  while (server_->context().models->LeaseLoaded().at(0).scheduler().stats().queued < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   auto r = Post("/v1/chat/completions", Chat("echo: q"));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
@@ -393,10 +393,10 @@ TEST_F(ServerTest, ClientDisconnectCancelsGeneration) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(backend_->cancelled_generations(), 1);
-  for (int i = 0; i < 500 && server_->context().scheduler->stats().running > 0; ++i) {
+  for (int i = 0; i < 500 && server_->context().models->LeaseLoaded().at(0).scheduler().stats().running > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_EQ(server_->context().scheduler->stats().running, 0u);  // the lane is free again
+  EXPECT_EQ(server_->context().models->LeaseLoaded().at(0).scheduler().stats().running, 0u);  // the lane is free again
 }
 
 TEST_F(ServerTest, ApiKeyAuth) {

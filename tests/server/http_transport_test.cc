@@ -365,12 +365,12 @@ TEST_F(TransportTest, QueueLimitFiresBeforeWorkersRunOutAndHealthAnswers) {
     });
   }
   const auto t0 = SteadyClock::now();
-  while (server_->context().scheduler->stats().queued < o.max_queue && SecondsSince(t0) < 20) {
+  while (server_->context().models->LeaseLoaded().at(0).scheduler().stats().queued < o.max_queue && SecondsSince(t0) < 20) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // With 64 workers (the old default) the 65th generation's connection waited for a worker instead.
-  const bool all_admitted = server_->context().scheduler->stats().queued == o.max_queue;
-  EXPECT_TRUE(all_admitted) << "only " << server_->context().scheduler->stats().queued << " queued";
+  const bool all_admitted = server_->context().models->LeaseLoaded().at(0).scheduler().stats().queued == o.max_queue;
+  EXPECT_TRUE(all_admitted) << "only " << server_->context().models->LeaseLoaded().at(0).scheduler().stats().queued << " queued";
   if (!all_admitted) {
     backend_->Release();
     for (auto& t : clients) t.join();

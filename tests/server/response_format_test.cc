@@ -7,7 +7,7 @@
 #include "grammar/grammar.h"
 #include "server/completion_request.h"
 #include "server/output_constraint.h"
-#include "server/server_context.h"
+#include "server/fake_backend.h"
 
 namespace ember::server {
 namespace {
@@ -108,10 +108,10 @@ CompletionRequest Parsed(const json& rf) {
 }
 
 TEST(ResponseFormatGrammar, UnsupportedKeywordIsA400NamingIt) {
-  ServerContext ctx;
+  FakeBackend backend;
   const CompletionRequest req = Parsed(json::parse(R"({"type":"json_schema","json_schema":{"name":"x",
       "schema":{"type":"object","properties":{"tags":{"type":"array","uniqueItems":true}}}}})"));
-  ApiResult<std::shared_ptr<const grammar::Grammar>> g = BuildOutputGrammar(ctx, req);
+  ApiResult<std::shared_ptr<const grammar::Grammar>> g = BuildOutputGrammar(backend, req);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().http_status, 400);
   EXPECT_EQ(g.error().param, "response_format");
@@ -120,15 +120,15 @@ TEST(ResponseFormatGrammar, UnsupportedKeywordIsA400NamingIt) {
 }
 
 TEST(ResponseFormatGrammar, SchemaAndJsonObjectCompile) {
-  ServerContext ctx;
+  FakeBackend backend;
   const CompletionRequest schema = Parsed(json::parse(R"({"type":"json_schema","json_schema":{"name":"x",
       "schema":{"type":"object","properties":{"a":{"type":"boolean"}},"required":["a"]}}})"));
-  ApiResult<std::shared_ptr<const grammar::Grammar>> g = BuildOutputGrammar(ctx, schema);
+  ApiResult<std::shared_ptr<const grammar::Grammar>> g = BuildOutputGrammar(backend, schema);
   ASSERT_TRUE(g.ok()) << g.error().message;
   ASSERT_NE(g.value(), nullptr);
   EXPECT_TRUE(grammar::Matches(*g.value(), R"({"a":true})"));
   EXPECT_FALSE(grammar::Matches(*g.value(), R"({"a":1})"));
-  ApiResult<std::shared_ptr<const grammar::Grammar>> o = BuildOutputGrammar(ctx, Parsed({{"type", "json_object"}}));
+  ApiResult<std::shared_ptr<const grammar::Grammar>> o = BuildOutputGrammar(backend, Parsed({{"type", "json_object"}}));
   ASSERT_TRUE(o.ok()) << o.error().message;
   ASSERT_NE(o.value(), nullptr);
   EXPECT_TRUE(grammar::Matches(*o.value(), R"({"k": [1, {"z": null}]})"));
@@ -136,10 +136,10 @@ TEST(ResponseFormatGrammar, SchemaAndJsonObjectCompile) {
 }
 
 TEST(ResponseFormatGrammar, WithAGrammarFieldTooIsA400) {
-  ServerContext ctx;
+  FakeBackend backend;
   CompletionRequest req = Parsed({{"type", "json_object"}});
   req.grammar = "root ::= \"x\"";
-  ApiResult<std::shared_ptr<const grammar::Grammar>> g = BuildOutputGrammar(ctx, req);
+  ApiResult<std::shared_ptr<const grammar::Grammar>> g = BuildOutputGrammar(backend, req);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().http_status, 400);
 }
