@@ -16,6 +16,7 @@
 #include "server/engine_backend.h"
 #include "server/fake_backend.h"
 #include "server/http_server.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
@@ -263,6 +264,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
     opts.model_tags = SplitList(*tags);
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
+    opts.progress = ShowProgress();  // load and hashing bars, on a terminal only
     if (*no_ssd) {
       opts.ssd_cache_dir.clear();
     } else if (opts.ssd_cache_dir.empty()) {

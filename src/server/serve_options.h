@@ -13,6 +13,9 @@ namespace ember::server {
 struct ServeOptions {
   std::string model_path;                  // GGUF file; empty with `fake`
   bool fake = false;                       // serve the deterministic FakeBackend (tests, demos)
+  // Progress bars on stderr while the model loads and its weights are hashed (the CLI sets it when
+  // stderr is a terminal).
+  bool progress = false;
   std::string model_alias;                 // served model id; default: the backend's model_id()
   std::string host = "127.0.0.1";          // loopback unless told otherwise
   int port = 8080;                         // 0 = pick a free port
