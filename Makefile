@@ -16,20 +16,30 @@ TSAN_SECONDS ?= 600
 TEST_HOME := $(abspath $(BUILD))/test-home
 TEST_ENV := XDG_CACHE_HOME=$(TEST_HOME)/cache XDG_DATA_HOME=$(TEST_HOME)/data
 
-.PHONY: all setup build test unit e2e fuzz fuzz-build tsan thread-safety serve demo-model clean
+.PHONY: all setup build configure-tests ember test unit e2e fuzz fuzz-build tsan thread-safety serve demo-model clean
 
 all: build
 
 setup:
 	@scripts/setup
 
+# A fresh build dir is configured without the test targets (EMBER_TESTS=OFF: no GoogleTest needed), as
+# `make serve` does; `make build` / `make test` turn them on in the same dir. The option only adds
+# targets, so the libraries and `ember` already built are not rebuilt.
 $(BUILD)/CMakeCache.txt:
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > /dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=OFF $(CMAKE_FLAGS) > /dev/null
 
-build: $(BUILD)/CMakeCache.txt
+configure-tests: $(BUILD)/CMakeCache.txt
+	@grep -q '^EMBER_TESTS:BOOL=ON$$' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DEMBER_TESTS=ON > /dev/null
+
+# Everything: `ember`, every test binary and test tool.
+build: configure-tests
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo-model: build
+ember: $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS) --target ember
+
+demo-model: ember
 	@scripts/make-demo-model "$(DEMO_MODEL)"
 
 # Unit tests first (ctest: every module's GoogleTest binary, fast ones first, parity tests with the
@@ -37,7 +47,7 @@ demo-model: build
 # then a bounded fuzz run.
 test: setup build
 	@rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	@cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1200
+	@cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure --no-tests=error -j $(JOBS) --timeout 1200
 	@$(MAKE) --no-print-directory thread-safety
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
@@ -67,8 +77,10 @@ tsan:
 thread-safety:
 	@JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/thread-safety
 
-serve: setup build demo-model
-	@scripts/serve "$(DEMO_MODEL)"
+# A first run: installs only what serving needs, builds only `ember`, makes the demo model, serves it;
+# one line per phase (scripts/serve).
+serve:
+	@BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/serve "$(DEMO_MODEL)"
 
 clean:
 	rm -rf $(BUILD) build-fuzz build-tsan build-tsa

@@ -57,6 +57,7 @@ StatusOr<std::vector<CacheBenchTurn>> RunCacheBench(Engine& engine, const CacheB
   CachedSession on(engine, &cache), off(engine, nullptr);
   std::vector<CacheBenchTurn> turns;
   std::vector<int32_t> history = SyntheticIds(o.system_tokens, o.seed, n_vocab);
+  if (o.progress != nullptr) o.progress->SetTotal(static_cast<uint64_t>(std::max(o.turns, 0)));
   for (int t = 0; t < o.turns; ++t) {
     std::vector<int32_t> prompt = history;
     const auto user = SyntheticIds(o.user_tokens, o.seed * 1000 + static_cast<uint32_t>(t) + 1, n_vocab);
@@ -76,6 +77,7 @@ StatusOr<std::vector<CacheBenchTurn>> RunCacheBench(Engine& engine, const CacheB
     turns.push_back(row);
     history = std::move(prompt);
     history.insert(history.end(), r.gen.tokens.begin(), r.gen.tokens.end());
+    AdvanceBar(o.progress, "turn " + std::to_string(t + 1) + "/" + std::to_string(o.turns));
   }
   return turns;
 }

@@ -19,6 +19,7 @@
 
 #include "session/cached_session.h"
 #include "engine/engine.h"
+#include "util/progress.h"
 #include "util/status.h"
 
 namespace ember {
@@ -30,6 +31,7 @@ struct CacheBenchOptions {
   int64_t reply_tokens = 32;   // generated (greedy) per turn, all but the last forwarded
   size_t cache_bytes = size_t{8} << 30;
   uint32_t seed = 1;
+  ProgressBar* progress = nullptr;  // optional: one unit per turn
 };
 
 struct CacheBenchTurn {

@@ -178,6 +178,10 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
   if (a.vs_llamacpp) {
     EMBER_ASSIGN_OR_RETURN(peer, ChoosePeer(a.peer_mode, a.llama_bench, a.build_peer_script));
   }
+  ProgressBar* bar = a.progress;
+  // Rounds: the warm-up and each rep, then the same for every batched level.
+  if (bar != nullptr) bar->SetTotal(static_cast<uint64_t>(1 + a.reps) * (1 + a.parallel.size()));
+  LabelBar(bar, "loading model");
   EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
   const int64_t nv = engine->model().config().n_vocab;
   std::mt19937 rng(1234);
@@ -224,6 +228,7 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
   EMBER_RETURN_IF_ERROR(RunOnce(*engine, prompt, std::min<int64_t>(a.tg, 8), a.ubatch, &pp_ops, &tg_ops).status());
   if (!long_prompt.empty()) EMBER_RETURN_IF_ERROR(RunOnce(*engine, long_prompt, 0, a.ubatch, &scratch, &scratch).status());
   if (a.vs_llamacpp) EMBER_RETURN_IF_ERROR(PeerRound(a, peer, lb, prompt, {}, std::min<int64_t>(a.tg, 8)).status());
+  AdvanceBar(bar, "warm-up");
   pp_ops = OpTimes{};
   tg_ops = OpTimes{};
   pp_ops.enabled = tg_ops.enabled = true;
@@ -238,12 +243,15 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
       long_runs.push_back(l.pp_tok_s);
       mine.long_pp = l.pp_tok_s;
     }
-    if (!a.vs_llamacpp) continue;
-    cmp.ember.push_back(mine);
-    // Interleaved with ember's reps so both see the same machine state.
-    EMBER_ASSIGN_OR_RETURN(RoundSpeeds theirs, PeerRound(a, peer, lb, prompt, long_prompt, a.tg));
-    cmp.peer.push_back(theirs);
+    if (a.vs_llamacpp) {
+      cmp.ember.push_back(mine);
+      // Interleaved with ember's reps so both see the same machine state.
+      EMBER_ASSIGN_OR_RETURN(RoundSpeeds theirs, PeerRound(a, peer, lb, prompt, long_prompt, a.tg));
+      cmp.peer.push_back(theirs);
+    }
+    AdvanceBar(bar, "rep " + std::to_string(rep + 1) + "/" + std::to_string(a.reps));
   }
+  LabelBar(bar, "memory bandwidth");
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   const double pp = Median(pp_runs), tg = Median(tg_runs);
@@ -272,11 +280,13 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
     for (size_t k = 0; k < a.parallel.size(); ++k) {  // warm-up of each level
       if (a.parallel[k] < 1 || a.parallel[k] > 64) return InvalidArgument("--parallel levels must be in 1..64");
       EMBER_RETURN_IF_ERROR(BatchDecodeOnce(*engine, prompt, std::min<int64_t>(tg_b, 8), a.parallel[k]).status());
+      AdvanceBar(bar, "batched x" + std::to_string(a.parallel[k]) + " warm-up");
     }
     for (int rep = 0; rep < a.reps; ++rep) {  // levels interleaved within each rep
       for (size_t k = 0; k < a.parallel.size(); ++k) {
         EMBER_ASSIGN_OR_RETURN(double r, BatchDecodeOnce(*engine, prompt, tg_b, a.parallel[k]));
         runs[k].push_back(r);
+        AdvanceBar(bar, "batched x" + std::to_string(a.parallel[k]) + " rep " + std::to_string(rep + 1));
       }
     }
     json levels = json::array();

@@ -15,6 +15,7 @@
 
 #include "bench/llama_bench.h"
 #include "bench/llamacpp_peer.h"
+#include "util/progress.h"
 #include "util/status.h"
 
 namespace ember::bench {
@@ -34,6 +35,9 @@ struct DirectBenchConfig {
   // Batched decode (engine/batch_runner.h): for each N, N sequences each holding its own pp-token
   // prompt decode tg tokens together; aggregate tok/s = N * tg / wall time (median of reps).
   std::vector<int> parallel;
+  // Optional: one unit per round (RoundsOf: the warm-up, each rep, each batched level's warm-up and reps);
+  // its total is set here.
+  ProgressBar* progress = nullptr;
 };
 
 // The measurement as the one JSON object `ember bench --json` prints: model, threads, pp_tokens,

@@ -101,6 +101,7 @@ StatusOr<json> MeasureDecode(const GrammarBenchConfig& c, std::shared_ptr<const 
       EMBER_ASSIGN_OR_RETURN(GenerateResult r, engine->Generate(*seq, prompt, go, nullptr));
       const double tps = r.decode_s > 0 ? static_cast<double>(r.decode_tokens) / r.decode_s : 0;
       if (tps > best) best = tps, tokens = r.decode_tokens, misses = m.stats().mask_misses, masks = m.stats().masks;
+      AdvanceBar(c.progress, std::string(constrained ? "constrained" : "free") + " decode run " + std::to_string(i + 1));
     }
     json out = {{"decode_tok_s", best}, {"decode_tokens", tokens}};
     if (constrained) out["masks"] = masks, out["mask_misses"] = misses;
@@ -129,11 +130,16 @@ StatusOr<json> RunGrammarBench(const GrammarBenchConfig& c) {
   }
   EMBER_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> g, grammar::ParseGbnf(text));
   json out = {{"vocabs", json::array()}};
+  if (c.progress != nullptr)
+    c.progress->SetTotal(c.vocabs.size() + (c.model.empty() ? 0 : 2 * static_cast<uint64_t>(std::max(c.runs, 1))));
   for (const std::string& v : c.vocabs) {
+    LabelBar(c.progress, v);
     EMBER_ASSIGN_OR_RETURN(json row, MeasureVocab(v, g));
     out["vocabs"].push_back(std::move(row));
+    AdvanceBar(c.progress, v);
   }
   if (!c.model.empty()) {
+    LabelBar(c.progress, "decode runs");
     EMBER_ASSIGN_OR_RETURN(json d, MeasureDecode(c, g));
     out["decode"] = std::move(d);
   }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/progress.h"
 #include "util/status.h"
 
 namespace ember::bench {
@@ -24,6 +25,7 @@ struct GrammarBenchConfig {
   int64_t decode_tokens = 128;      // per decode run
   int runs = 3;                     // decode runs per side (best is reported)
   int threads = 0;                  // engine threads; 0: physical cores
+  ProgressBar* progress = nullptr;  // optional: one unit per vocabulary and per decode run
 };
 
 // The built-in grammar: response_format json_object's (grammar::AnyJsonObjectGbnf).

@@ -98,11 +98,11 @@ class LegRun {
  private:
   void Measure(StackCell& c, const std::string& what, bool keep) {
     if (!c.error.empty()) {
-      if (env_.progress) env_.progress->Step(Label(c, what + " (skipped)"));
+      if (env_.progress) env_.progress->Advance(1, Label(c, what + " (skipped)"));
       return;
     }
     auto m = c.runner->Run(leg_, req_);
-    if (env_.progress) env_.progress->Step(Label(c, what));
+    if (env_.progress) env_.progress->Advance(1, Label(c, what));
     if (!m.ok()) {
       c.error = what + ": " + m.status().ToString();
       Log("FAILED " + Label(c, c.error));
@@ -116,7 +116,7 @@ class LegRun {
     std::vector<std::vector<double>> rounds;
     for (const auto& m : c.runs) rounds.push_back(Values(m, metrics_));
     MoreRound more = [&]() -> StatusOr<std::vector<double>> {
-      if (env_.progress) env_.progress->AddWork(1);
+      if (env_.progress) env_.progress->AddTotal(1);
       const size_t before = c.runs.size();
       Measure(c, "stability round", true);
       if (c.runs.size() == before) return Internal(c.error);

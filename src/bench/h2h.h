@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "bench/eval_db.h"
-#include "bench/progress.h"
+#include "util/progress.h"
 #include "bench/source_revision.h"
 #include "bench/stability.h"
 #include "bench/stack_runner.h"
@@ -66,7 +66,7 @@ struct H2hEnv {
   std::function<PreflightSnapshot()> preflight;
   Env* clock = nullptr;              // created_at timestamps (its WallMicros); null: Env::Default()
   SourceRevision revision;
-  Progress* progress = nullptr;      // optional
+  ProgressBar* progress = nullptr;   // optional: one unit per measured round
   std::function<void(const std::string&)> log;  // optional, one line per event
 };
 

@@ -439,6 +439,8 @@ StatusOr<ServedBenchResult> RunServedBench(const ServedBenchConfig& cfg) {
   auto log = [&cfg](const std::string& s) {
     if (cfg.log) cfg.log(s);
   };
+  if (cfg.progress != nullptr) cfg.progress->SetTotal(static_cast<uint64_t>(cfg.rounds) + 1);
+  LabelBar(cfg.progress, "setup");
   const ServeFlags flags = ProbeServeFlags(cfg.ember_binary);
   EMBER_ASSIGN_OR_RETURN(std::vector<int32_t> banned, EogTokenIds(cfg.ember_binary, cfg.model));
 
@@ -498,6 +500,7 @@ StatusOr<ServedBenchResult> RunServedBench(const ServedBenchConfig& cfg) {
     log(what + ": served decode " + (s.decode ? std::to_string(*s.decode) : std::string("n/a")) + " tok/s, ready " +
         std::to_string(s.ready_ms) + " ms, last turn TTFT warm " + std::to_string(s.warm_last_ms) + " ms / cold " +
         std::to_string(s.cold_last_ms) + " ms");
+    AdvanceBar(cfg.progress, what);
     if (r == 0) continue;
     res.direct_decode.push_back(direct);
     if (s.decode) res.served_decode.push_back(*s.decode);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/stack_runner.h"
+#include "util/progress.h"
 #include "util/status.h"
 #include "util/subprocess.h"
 
@@ -140,6 +141,7 @@ struct ServedBenchConfig {
   std::string tokens_file;  // JSON array of prompt ids; empty: the fixed bench prompt stretched to pp
   double timeout_s = 900;
   std::function<void(const std::string&)> log;  // optional progress lines
+  ProgressBar* progress = nullptr;              // optional: one unit per round (warm-up included)
 };
 
 struct ServedBenchResult {

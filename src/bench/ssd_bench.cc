@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <thread>
 
@@ -318,11 +319,25 @@ StatusOr<SsdBenchResult> RunSsdBench(Engine& engine, const SsdBenchOptions& o) {
   std::error_code ec;
   fs::create_directories(o.dir, ec);
   SsdBenchResult r;
-  if (o.restart) EMBER_RETURN_IF_ERROR(BenchRestart(engine, o, &r).WithContext("restart"));
-  if (o.scan) EMBER_RETURN_IF_ERROR(BenchScan(o, &r).WithContext("scan"));
-  if (o.read) EMBER_RETURN_IF_ERROR(BenchRead(o, &r).WithContext("read"));
-  if (o.decode) EMBER_RETURN_IF_ERROR(BenchDecode(engine, o, &r).WithContext("decode"));
-  if (o.peak) EMBER_RETURN_IF_ERROR(BenchPeak(o, &r).WithContext("peak"));
+  struct Phase {
+    bool on;
+    const char* name;
+    std::function<Status()> run;
+  };
+  const Phase phases[] = {{o.restart, "restart", [&] { return BenchRestart(engine, o, &r); }},
+                          {o.scan, "scan", [&] { return BenchScan(o, &r); }},
+                          {o.read, "read", [&] { return BenchRead(o, &r); }},
+                          {o.decode, "decode", [&] { return BenchDecode(engine, o, &r); }},
+                          {o.peak, "peak", [&] { return BenchPeak(o, &r); }}};
+  for (const Phase& p : phases) {
+    if (p.on && o.progress != nullptr) o.progress->AddTotal(1);
+  }
+  for (const Phase& p : phases) {
+    if (!p.on) continue;
+    LabelBar(o.progress, p.name);
+    EMBER_RETURN_IF_ERROR(p.run().WithContext(p.name));
+    AdvanceBar(o.progress, p.name);
+  }
   for (const char* sub : {"restart", "scan", "read", "decode", "peak"}) fs::remove_all(fs::path(o.dir) / sub, ec);
   return r;
 }

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "util/progress.h"
 #include "util/status.h"
 
 namespace ember {
@@ -32,6 +33,7 @@ struct SsdBenchOptions {
   int64_t decode_tokens = 64;
   int64_t peak_bytes = 1ll << 30;  // size of the peak benchmark's entry
   bool restart = true, scan = true, read = true, decode = true, peak = false;
+  ProgressBar* progress = nullptr;  // optional: one unit per measurement
 };
 
 struct SsdBenchResult {

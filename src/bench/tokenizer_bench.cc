@@ -18,11 +18,14 @@ StatusOr<nlohmann::json> RunTokenizerBench(const TokenizerBenchConfig& a) {
   const std::string text = GenerateMixedText(static_cast<size_t>(a.mb * 1024 * 1024), a.seed);
   double best = 1e30;
   size_t n_tokens = 0;
-  for (int r = 0; r < std::max(1, a.runs); ++r) {
+  const int runs = std::max(1, a.runs);
+  if (a.progress != nullptr) a.progress->SetTotal(static_cast<uint64_t>(runs) + (a.no_peer ? 0 : 1));
+  for (int r = 0; r < runs; ++r) {
     const Stopwatch t0;
     const std::vector<int32_t> ids = tok->Encode(text, /*add_special=*/false, a.special);
     best = std::min(best, t0.ElapsedSeconds());
     n_tokens = ids.size();
+    AdvanceBar(a.progress, "ember run " + std::to_string(r + 1) + "/" + std::to_string(runs));
   }
   const double ember_mbs = text.size() / 1e6 / best;
   json result = {{"model", a.model}, {"bytes", text.size()}, {"runs", a.runs},
@@ -33,8 +36,10 @@ StatusOr<nlohmann::json> RunTokenizerBench(const TokenizerBenchConfig& a) {
   if (fd < 0) return IoError("bench-tokenizer: cannot create a temporary file");
   close(fd);
   std::ofstream(tmpl, std::ios::binary) << text;
+  LabelBar(a.progress, "llama.cpp peer");
   auto peer = RunPeerTokenizeBench(a.peer, a.model, tmpl, a.runs, a.special);
   unlink(tmpl);
+  AdvanceBar(a.progress, "llama.cpp peer");
   if (!peer.ok()) return peer.status();
   if (!(*peer)["mb_per_s"].is_number() || !(*peer)["n_tokens"].is_number_unsigned())
     return Internal("llama.cpp peer: tokenize-bench printed no mb_per_s / n_tokens: " + peer->dump().substr(0, 300));

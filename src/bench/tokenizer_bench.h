@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench/llamacpp_peer.h"
+#include "util/progress.h"
 #include "util/status.h"
 
 namespace ember::bench {
@@ -23,6 +24,7 @@ struct TokenizerBenchConfig {
   bool special = false;   // parse special tokens
   bool no_peer = false;   // measure ember only
   PeerCommand peer;
+  ProgressBar* progress = nullptr;  // optional: one unit per timed run, one for the peer
 };
 
 // {"model", "bytes", "runs", "ember": {"best_ms", "mb_per_s", "n_tokens"}} and, with the peer,

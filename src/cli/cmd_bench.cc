@@ -15,6 +15,7 @@
 #include "bench/served_bench.h"
 #include "cache/cache_options.h"
 #include "cli/command.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
@@ -53,7 +54,11 @@ Status Run(const Args& a) {
   c.long_pp = a.long_pp;
   c.peer.runner_mjs = std::string(EMBER_SOURCE_DIR) + "/peers/llamacpp/runner.mjs";
   bench::PeerComparison cmp;
-  EMBER_ASSIGN_OR_RETURN(const json j, bench::RunDirectBench(c, &cmp));
+  ProgressBar bar("bench", 0, {.enabled = ShowProgress(a.json || a.markdown)});
+  c.progress = &bar;
+  StatusOr<json> result = bench::RunDirectBench(c, &cmp);
+  bar.Finish();
+  EMBER_ASSIGN_OR_RETURN(const json j, std::move(result));
   if (a.json) {
     std::cout << j.dump() << "\n";
     return Status::Ok();
@@ -100,7 +105,11 @@ Status RunCacheLeg(const Args& a) {
   CacheBenchOptions o;
   o.cache_bytes = DefaultPromptCacheBytes();
   EMBER_ASSIGN_OR_RETURN(auto engine, LoadCacheBenchEngine(a.model, a.threads, o));
-  EMBER_ASSIGN_OR_RETURN(auto turns, RunCacheBench(*engine, o));
+  ProgressBar bar("bench --cache", 0, {.enabled = ShowProgress()});
+  o.progress = &bar;
+  StatusOr<std::vector<CacheBenchTurn>> result = RunCacheBench(*engine, o);
+  bar.Finish();
+  EMBER_ASSIGN_OR_RETURN(auto turns, std::move(result));
   PrintCacheBench(turns, std::cout);
   return Status::Ok();
 }
@@ -123,8 +132,12 @@ Status RunServedLeg(const Args& a) {
   c.rounds = a.reps;
   c.turns = a.turns;
   c.tokens_file = a.tokens_file;  // --tokens-file: the served prompt too
-  if (!a.json) c.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
-  EMBER_ASSIGN_OR_RETURN(bench::ServedBenchResult r, bench::RunServedBench(c));
+  ProgressBar bar("bench --served", 0, {.enabled = ShowProgress(a.json)});
+  c.progress = &bar;
+  if (!a.json) c.log = [&bar](const std::string& s) { bar.Log(s); };  // above the bar on a terminal
+  StatusOr<bench::ServedBenchResult> result = bench::RunServedBench(c);
+  bar.Finish();
+  EMBER_ASSIGN_OR_RETURN(bench::ServedBenchResult r, std::move(result));
   if (a.json) {
     json j = r.ToJson();
     j["model"] = a.model;

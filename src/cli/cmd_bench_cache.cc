@@ -8,6 +8,7 @@
 #include "cache/cache_options.h"
 #include "cli/command.h"
 #include "engine/engine.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
@@ -27,7 +28,11 @@ Status Run(Args& a) {
   if (a.o.cache_bytes == 0) return InvalidArgument("--prompt-cache-bytes 0 turns the cache off: nothing to compare");
   EMBER_ASSIGN_OR_RETURN(auto engine, LoadCacheBenchEngine(a.model, a.threads, a.o));
   std::cerr << "prompt cache: " << FormatBytes(a.o.cache_bytes) << ", " << engine->threads() << " threads\n";
-  EMBER_ASSIGN_OR_RETURN(auto turns, RunCacheBench(*engine, a.o));
+  ProgressBar bar("bench-cache", 0, {.enabled = ShowProgress(a.json)});
+  a.o.progress = &bar;
+  StatusOr<std::vector<CacheBenchTurn>> result = RunCacheBench(*engine, a.o);
+  bar.Finish();
+  EMBER_ASSIGN_OR_RETURN(auto turns, std::move(result));
   if (!a.json) {
     PrintCacheBench(turns, std::cout);
     return Status::Ok();

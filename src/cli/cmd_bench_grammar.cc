@@ -4,12 +4,16 @@
 
 #include "bench/grammar_bench.h"
 #include "cli/command.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
 
-int Run(const bench::GrammarBenchConfig& c, bool as_json) {
+int Run(bench::GrammarBenchConfig c, bool as_json) {
+  ProgressBar bar("bench-grammar", 0, {.enabled = ShowProgress(as_json)});
+  c.progress = &bar;
   auto r = bench::RunGrammarBench(c);
+  bar.Finish();
   if (!r.ok()) {
     std::cerr << "ember bench-grammar: " << r.status().ToString() << "\n";
     return 1;

@@ -6,6 +6,8 @@
 #include "bench/ssd_bench.h"
 #include "cli/command.h"
 #include "engine/engine.h"
+#include "engine/load_progress.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
@@ -28,9 +30,13 @@ Status Run(Args& a) {
   eo.threads = a.threads;
   eo.load_tokenizer = false;
   eo.n_ctx = a.o.prefix_tokens + 128;
-  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  EMBER_ASSIGN_OR_RETURN(auto engine, LoadEngineWithProgress(a.model, eo, {.enabled = ShowProgress()}));
   std::cerr << "bench-ssd: " << engine->threads() << " threads, scratch " << a.o.dir << "\n";
-  EMBER_ASSIGN_OR_RETURN(SsdBenchResult r, RunSsdBench(*engine, a.o));
+  ProgressBar bar("bench-ssd", 0, {.enabled = ShowProgress()});
+  a.o.progress = &bar;
+  StatusOr<SsdBenchResult> result = RunSsdBench(*engine, a.o);
+  bar.Finish();
+  EMBER_ASSIGN_OR_RETURN(SsdBenchResult r, std::move(result));
   PrintSsdBench(r, a.o, std::cout);
   return Status::Ok();
 }

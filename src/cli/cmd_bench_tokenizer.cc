@@ -7,14 +7,18 @@
 
 #include "bench/tokenizer_bench.h"
 #include "cli/command.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
 
 using nlohmann::json;
 
-int Run(const bench::TokenizerBenchConfig& a, bool as_json) {
+int Run(bench::TokenizerBenchConfig a, bool as_json) {
+  ProgressBar bar("bench-tokenizer", 0, {.enabled = ShowProgress(as_json)});
+  a.progress = &bar;
   auto bench = bench::RunTokenizerBench(a);
+  bar.Finish();
   if (!bench.ok()) {
     std::cerr << "ember bench-tokenizer: " << bench.status().ToString() << "\n";
     return 1;

@@ -14,6 +14,7 @@
 #include "coldtier/entry_file.h"
 #include "coldtier/entry_format.h"
 #include "util/env.h"
+#include "util/progress.h"
 #include "coldtier/private_dir.h"
 
 namespace ember::cli {
@@ -277,19 +278,25 @@ int Verify(const std::string& root, bool remove) {
   std::vector<std::unique_ptr<FileLock>> locks;
   if (remove) locks = LockIdentities(env, root, "verify", walk);
   int ok = 0, bad = 0;
+  // Reading every byte of a large cache takes a while: a bar on a terminal, in bytes.
+  uint64_t bytes = 0;
+  for (const FileRef& f : walk.files) bytes += f.temp ? 0 : f.bytes;
+  ProgressBar bar("verify", bytes, {.enabled = ShowProgress(), .unit = ProgressBar::Unit::kBytes});
   for (const FileRef& f : walk.files) {
     if (f.temp) continue;
     StatusOr<LoadedEntry> e = ReadEntry(env, f.path, /*verify_tensors=*/true);
     Status st = e.status();
     if (st.ok() && e->header.identity != f.identity) st = Corrupt(f.path + ": identity does not match its directory");
+    bar.Advance(f.bytes);
     if (st.ok()) {
       ++ok;
       continue;
     }
     ++bad;
-    std::printf("BAD  %s\n", st.ToString().c_str());
-    if (remove && env.RemoveFile(f.path).ok()) std::printf("     deleted\n");
+    bar.Log("BAD  " + st.ToString(), stdout);
+    if (remove && env.RemoveFile(f.path).ok()) bar.Log("     deleted", stdout);
   }
+  bar.Finish();
   std::printf("%d entries ok, %d bad%s\n", ok, bad, bad && !remove ? " (--delete removes them)" : "");
   if (ReportProblems("verify", walk.problems)) return 1;
   return bad == 0 || remove ? 0 : 1;
@@ -308,16 +315,19 @@ int Gc(const std::string& root, const std::string& max_bytes_text, bool dry_run)
     }
     max_bytes = *b;
   }
-  auto remove = [&](const std::string& path, const char* why) {
-    std::printf("%s %s (%s)\n", dry_run ? "would delete" : "delete", path.c_str(), why);
-    if (!dry_run) (void)env.RemoveFile(path);
-  };
   WalkResult walk = Walk(env, root);
   if (walk.root_refused) return RefuseRoot("gc", walk);
   std::vector<std::unique_ptr<FileLock>> locks = LockIdentities(env, root, "gc", walk);
+  ProgressBar bar("gc", walk.files.size(), {.enabled = ShowProgress()});  // one header read per file
+  auto remove = [&](const std::string& path, const char* why) {
+    // Above the bar while it is drawn; a plain line once it is finished (or off).
+    bar.Log(std::string(dry_run ? "would delete " : "delete ") + path + " (" + why + ")", stdout);
+    if (!dry_run) (void)env.RemoveFile(path);
+  };
   std::vector<FileRef> kept;
   uint64_t total = 0;
   for (const FileRef& f : walk.files) {
+    bar.Advance();
     if (f.temp) {
       remove(f.path, "temp file of an interrupted write");
     } else if (!ReadHeader(env, f.path).ok()) {
@@ -327,6 +337,7 @@ int Gc(const std::string& root, const std::string& max_bytes_text, bool dry_run)
       total += f.bytes;
     }
   }
+  bar.Finish();
   std::sort(kept.begin(), kept.end(), [](const FileRef& a, const FileRef& b) { return a.mtime_us < b.mtime_us; });
   for (size_t i = 0; max_bytes > 0 && total > max_bytes && i < kept.size(); ++i) {
     remove(kept[i].path, "oldest, over --max-bytes");

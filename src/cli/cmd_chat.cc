@@ -12,6 +12,7 @@
 #include "session/cached_session.h"
 #include "cli/command.h"
 #include "engine/engine.h"
+#include "engine/load_progress.h"
 #include "template/chat_template.h"
 
 namespace ember::cli {
@@ -94,7 +95,7 @@ Status Run(const Args& a) {
   EngineOptions eo;
   eo.threads = a.threads;
   eo.n_ctx = a.ctx;
-  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  EMBER_ASSIGN_OR_RETURN(auto engine, LoadEngineWithProgress(a.model, eo, {.enabled = ShowProgress()}));
   PromptCache cache(PromptCacheOptions{cap, nullptr});
   CachedSession session(*engine, &cache);
   Chat chat;

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "genmodel/gen_model.h"
+#include "util/progress.h"
 #include "util/stopwatch.h"
 
 namespace ember::cli {
@@ -34,7 +35,11 @@ int Run(Args& a) {
   Status st = ParseTypes(a);
   GenModelReport report;
   const Stopwatch t0;
+  // Parameters made so far, per tensor: on a terminal only, never with --json.
+  ProgressBar bar("gen-model", 0, {.enabled = ShowProgress(a.json)});
+  a.o.progress = bar.Callback();
   if (st.ok()) st = GenerateModel(a.o, a.out, &report);
+  bar.Finish();
   if (!st.ok()) {
     std::cerr << "ember gen-model: " << st.ToString() << "\n";
     return 1;

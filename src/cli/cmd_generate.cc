@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "engine/drafter.h"
 #include "engine/engine.h"
+#include "engine/load_progress.h"
 #include "template/chat_template.h"
 #include "util/stopwatch.h"
 
@@ -57,7 +58,7 @@ Status Run(const Args& a) {
   eo.threads = a.threads;
   eo.ubatch = a.ubatch;
   EMBER_ASSIGN_OR_RETURN(eo.kv_dtype, ParseKv(a.kv));
-  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  EMBER_ASSIGN_OR_RETURN(auto engine, LoadEngineWithProgress(a.model, eo, {.enabled = ShowProgress(a.json)}));
   const double load_s = t_start.ElapsedSeconds();
   EMBER_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, BuildPrompt(*engine, a));
   if (prompt.empty()) return InvalidArgument("the prompt tokenized to nothing");
@@ -71,7 +72,7 @@ Status Run(const Args& a) {
   std::unique_ptr<Engine> draft;
   if (go.speculative.mode == SpecMode::kDraft) {
     if (a.draft_model.empty()) return InvalidArgument("--spec draft needs --draft-model PATH");
-    EMBER_ASSIGN_OR_RETURN(draft, Engine::Load(a.draft_model, eo));
+    EMBER_ASSIGN_OR_RETURN(draft, LoadEngineWithProgress(a.draft_model, eo, {.enabled = ShowProgress(a.json)}));
     EMBER_RETURN_IF_ERROR(CheckDraftModel(*engine, *draft));
     go.speculative.draft_engine = draft.get();
   }

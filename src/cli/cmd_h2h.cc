@@ -1,6 +1,4 @@
 // `ember h2h`: ember vs llama.cpp, cell by cell, stored in the eval DB (method: src/bench/h2h.h).
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include "bench/prompt_tokens.h"
 #include "bench/served_bench.h"
 #include "cli/command.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
@@ -124,9 +123,9 @@ int RunH2hCommand(H2hArgs& a) {
   env.revision = bench::ReadSourceRevision(EMBER_SOURCE_DIR);
   const int units = static_cast<int>(a.cfg.models.size() * a.cfg.legs.size() * owned.size()) *
                     (a.cfg.rounds + (a.cfg.warmup ? 1 : 0));
-  bench::Progress progress(units, ::isatty(STDERR_FILENO) != 0, stderr);
+  ProgressBar progress("h2h", static_cast<uint64_t>(units), {.enabled = ShowProgress(a.json)});
   env.progress = &progress;
-  env.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  env.log = [&progress](const std::string& s) { progress.Log(s); };  // above the bar, not inside it
   auto summary = bench::RunH2h(a.cfg, env);
   if (!summary.ok()) {
     std::fprintf(stderr, "ember h2h: %s\n", summary.status().ToString().c_str());

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "engine/engine.h"
+#include "engine/load_progress.h"
 #include "util/stopwatch.h"
 
 namespace ember::cli {
@@ -57,7 +58,7 @@ Status Run(const Args& a) {
   eo.ubatch = a.ubatch;
   eo.load_tokenizer = !a.text.empty();
   EMBER_ASSIGN_OR_RETURN(eo.kv_dtype, ParseKv(a.kv));
-  EMBER_ASSIGN_OR_RETURN(auto engine, Engine::Load(a.model, eo));
+  EMBER_ASSIGN_OR_RETURN(auto engine, LoadEngineWithProgress(a.model, eo, {.enabled = ShowProgress(a.json)}));
   std::vector<int32_t> ids;
   if (!a.text.empty()) {
     ids = engine->tokenizer()->Encode(a.text, /*add_special=*/true, /*parse_special=*/false);

@@ -21,6 +21,7 @@
 #include "server/fake_model_loader.h"
 #include "server/http_server.h"
 #include "session/kv_budget.h"
+#include "util/progress.h"
 
 namespace ember::cli {
 namespace {
@@ -388,6 +389,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
     if (const char* home = std::getenv("HOME"); home != nullptr) opts.models_home = home;
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
+    opts.progress = ShowProgress();  // load and hashing bars, on a terminal only
     if (*no_ssd) {
       opts.ssd_cache_dir.clear();
     } else if (opts.ssd_cache_dir.empty()) {

@@ -63,17 +63,25 @@ namespace {
 // Nothing is copied: the weights stay in the shared file mapping. The token embedding table is
 // skipped when the output projection is a separate tensor (decode reads only a few of its rows).
 // Skipped for files larger than half of physical memory (they could not all stay resident anyway).
-void Populate(const uint8_t* b, const uint8_t* e, uintptr_t page) {
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(b) & ~(page - 1);
+// Populates [b, e) in 64 MiB pieces so `progress` can follow a cold read (a few calls per second).
+void Populate(const uint8_t* b, const uint8_t* e, uintptr_t page, uint64_t* done, uint64_t total,
+              const ProgressFn& progress) {
+  constexpr uintptr_t kPiece = uintptr_t{64} << 20;
+  uintptr_t lo = reinterpret_cast<uintptr_t>(b) & ~(page - 1);
   const uintptr_t hi = reinterpret_cast<uintptr_t>(e);
-  if (hi <= lo) return;
+  while (lo < hi) {
+    const uintptr_t n = std::min(kPiece, hi - lo);
 #ifdef MADV_POPULATE_READ
-  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0) return;
+    if (madvise(reinterpret_cast<void*>(lo), n, MADV_POPULATE_READ) != 0)
 #endif
-  (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_WILLNEED);  // older kernels: read-ahead only
+      (void)madvise(reinterpret_cast<void*>(lo), n, MADV_WILLNEED);  // older kernels: read-ahead only
+    lo += n;
+    *done += n;
+    if (progress) progress(std::min(*done, total), total);
+  }
 }
 
-void PrefaultWeights(const Model& m) {
+void PrefaultWeights(const Model& m, const ProgressFn& progress) {
   const GgufFile& f = m.gguf();
   const long page = sysconf(_SC_PAGESIZE);
   const long phys = sysconf(_SC_PHYS_PAGES);
@@ -82,12 +90,15 @@ void PrefaultWeights(const Model& m) {
   const uint8_t* begin = f.bytes() + f.data_offset();
   const uint8_t* end = f.bytes() + f.file_size();
   const GgufTensorInfo& embd = m.token_embd();
+  const uintptr_t pg = static_cast<uintptr_t>(page);
+  uint64_t done = 0;
   if (m.tied_output() || embd.data < begin || embd.data + embd.n_bytes > end) {
-    Populate(begin, end, static_cast<uintptr_t>(page));
+    Populate(begin, end, pg, &done, static_cast<uint64_t>(end - begin), progress);
     return;
   }
-  Populate(begin, embd.data, static_cast<uintptr_t>(page));
-  Populate(embd.data + embd.n_bytes, end, static_cast<uintptr_t>(page));
+  const uint64_t total = static_cast<uint64_t>(end - begin) - embd.n_bytes;
+  Populate(begin, embd.data, pg, &done, total, progress);
+  Populate(embd.data + embd.n_bytes, end, pg, &done, total, progress);
 }
 
 }  // namespace
@@ -115,7 +126,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const En
       e->tokenizer_ = std::move(*tok);
     });
   }
-  if (options.prefault_weights) PrefaultWeights(*e->model_);
+  if (options.prefault_weights) PrefaultWeights(*e->model_, options.load_progress);
   if (tok_thread.joinable()) tok_thread.join();
   EMBER_RETURN_IF_ERROR(tok_status);
   if (e->opts_.threads <= 0) e->opts_.threads = kernels::PhysicalCoreCount();

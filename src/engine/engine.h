@@ -33,6 +33,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/env.h"
 #include "util/mutex.h"
+#include "util/progress.h"
 
 namespace ember {
 
@@ -45,6 +46,9 @@ struct EngineOptions {
   bool load_tokenizer = true;    // false: ids only (no tokenizer keys needed)
   bool prefault_weights = true;  // map the weight pages at load (overlapped with the tokenizer build)
   Env* env = nullptr;            // clock for the timings Generate reports; null: Env::Default()
+  // Load's progress: bytes of weights mapped in by the prefault, per 64 MiB (reading them from disk is
+  // most of a cold load). Not called when nothing is prefaulted. Optional.
+  ProgressFn load_progress;
 };
 
 // One sequence's state: the tokens forwarded so far and their KV, plus its activation buffers.

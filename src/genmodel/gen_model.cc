@@ -1,5 +1,6 @@
 #include "genmodel/gen_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -53,23 +54,31 @@ uint32_t FileType(GgmlType t) {
   }
 }
 
+// Makes the tensors and adds them to the writer. A counting builder (w == nullptr) makes nothing and only
+// sums the parameters each call would make: run first over the same plan, it gives the progress total.
 class Builder {
  public:
-  Builder(const GenModelOptions& o, GgufWriter* w, GenModelReport* r) : o_(o), w_(w), r_(r), rng_(o.seed) {}
+  Builder(const GenModelOptions& o, GgufWriter* w, GenModelReport* r, uint64_t total_params = 0)
+      : o_(o), w_(w), r_(r), rng_(o.seed), total_(total_params) {}
+
+  uint64_t counted() const { return counted_; }
 
   // A 2-D weight [n_in (contiguous), n_out] ~ N(mean, std), stored as `type` (or a fallback that fits).
   Status Matrix(const std::string& name, int64_t n_in, int64_t n_out, float std, GgmlType type) {
+    if (w_ == nullptr) return Count(n_in * n_out);
     std::vector<float> v(static_cast<size_t>(n_in * n_out));
     for (float& x : v) x = rng_.Normal() * std;
     return Put(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, v, type);
   }
   // A 1-D vector ~ mean + N(0, std), always F32 (ggml keeps norms and biases in f32).
   Status Vector(const std::string& name, int64_t n, float mean, float std) {
+    if (w_ == nullptr) return Count(n);
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = mean + rng_.Normal() * std;
     return Put(name, {static_cast<uint64_t>(n)}, v, GgmlType::F32);
   }
   Status Put(const std::string& name, std::vector<uint64_t> ne, const std::vector<float>& v, GgmlType type) {
+    if (w_ == nullptr) return Count(static_cast<int64_t>(v.size()));
     const uint32_t block = TypeInfo(type).block_elems;
     if (ne[0] % block != 0) {
       const GgmlType fb = ne[0] % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
@@ -80,14 +89,22 @@ class Builder {
     EMBER_RETURN_IF_ERROR(Quantize(type, v.data(), bytes.data(), v.size()).WithContext(name));
     r_->n_params += v.size();
     r_->n_bytes += bytes.size();
-    return w_->AddTensor(name, type, ne, std::move(bytes));
+    EMBER_RETURN_IF_ERROR(w_->AddTensor(name, type, ne, std::move(bytes)));
+    if (o_.progress) o_.progress(r_->n_params, std::max(total_, r_->n_params));
+    return Status::Ok();
   }
 
  private:
+  Status Count(int64_t n) {
+    counted_ += static_cast<uint64_t>(n);
+    return Status::Ok();
+  }
+
   const GenModelOptions& o_;
   GgufWriter* w_;
   GenModelReport* r_;
   Rng rng_;
+  uint64_t total_ = 0, counted_ = 0;
 };
 
 // Llama 3 style frequency factors for rope_freqs.weight (factor 8, low 1, high 4, original context 8192).
@@ -251,10 +268,14 @@ Status GenerateModel(const GenModelOptions& o, const std::string& out_path, GenM
   WriteTokenizerSpec(spec, w);
   report->n_vocab = n_vocab;
   if (!o.vocab_only) {
-    Builder b(o, &w, report);
+    Builder plan(o, nullptr, report);
+    EMBER_RETURN_IF_ERROR(WriteWeights(o, n_vocab, hd, rope_base, plan));
+    Builder b(o, &w, report, plan.counted());
     EMBER_RETURN_IF_ERROR(WriteWeights(o, n_vocab, hd, rope_base, b));
   }
-  return w.WriteFile(out_path);
+  EMBER_RETURN_IF_ERROR(w.WriteFile(out_path));
+  if (o.progress) o.progress(report->n_params, report->n_params);
+  return Status::Ok();
 }
 
 }  // namespace ember

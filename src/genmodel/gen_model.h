@@ -10,6 +10,7 @@
 #include "format/ggml_types.h"
 #include "tokenizer/tokenizer_spec.h"
 #include "util/env.h"
+#include "util/progress.h"
 #include "util/status.h"
 
 namespace ember {
@@ -42,6 +43,9 @@ struct GenModelOptions {
   bool vocab_only = false;
   std::string name;                  // general.name
   Env* env = Env::Default();         // reads the tokenizer files
+  // Called after each tensor with the parameters made so far of all the file's (and once more, with
+  // done == total, when the file is written). Optional.
+  ProgressFn progress;
 };
 
 struct GenModelReport {

@@ -22,12 +22,14 @@
 #include "cache/prompt_cache.h"
 #include "tiered/tiered_cache.h"
 #include "util/env.h"
+#include "util/progress.h"
 #include "util/stopwatch.h"
 #include "coldtier/private_dir.h"
 #include "engine/batch_runner.h"
 #include "engine/drafter.h"
 #include "engine/engine.h"
 #include "engine/grammar_vocabulary.h"
+#include "engine/load_progress.h"
 #include "grammar/grammar_matcher.h"
 #include "server/json_input.h"
 #include "server/sampling_seed.h"
@@ -497,12 +499,14 @@ StatusOr<BatchConfig> BatchConfigFor(const ServeOptions& o, const Engine& engine
 }  // namespace
 
 StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptions& options) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Load(options.model_path, [&] {
+  // Bars for loading and hashing (a terminal only; the CLI decides).
+  const ProgressBar::Options bar{.enabled = options.progress, .unit = ProgressBar::Unit::kBytes};
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, LoadEngineWithProgress(options.model_path, [&] {
     EngineOptions eo;
     eo.threads = options.threads;
     eo.n_ctx = options.ctx_size;  // 0: the engine's default
     return eo;
-  }()));
+  }(), bar));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
   EMBER_ASSIGN_OR_RETURN(BatchConfig batch, BatchConfigFor(options, *engine));
   std::unique_ptr<Engine> draft;
@@ -510,7 +514,7 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
     EngineOptions eo;
     eo.threads = options.threads;
     eo.n_ctx = engine->options().n_ctx;
-    StatusOr<std::unique_ptr<Engine>> d = Engine::Load(options.draft_model_path, eo);
+    StatusOr<std::unique_ptr<Engine>> d = LoadEngineWithProgress(options.draft_model_path, eo, bar);
     if (!d.ok()) return InvalidArgument("--draft-model " + options.draft_model_path + ": " + d.status().ToString());
     draft = std::move(*d);
     EMBER_RETURN_IF_ERROR(CheckDraftModel(*engine, *draft));
@@ -556,7 +560,10 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
       to.verify_tensors = options.ssd_cache_verify;
       to.demote_idle_s = options.ssd_demote_idle_s;
       const Stopwatch ident_time(&env);
-      ident = ComputeCacheIdentity(env, to.root, options.model_path, engine->model().gguf(), to.kv);
+      ProgressBar hashing("hashing weights (once per model file)", 0, bar);
+      ident = ComputeCacheIdentity(env, to.root, options.model_path, engine->model().gguf(), to.kv,
+                                   hashing.Callback());
+      hashing.Finish();
       to.identity = ident.dir_name;
       const double ident_s = ident_time.ElapsedSeconds();
       std::fprintf(stderr, "ember: ssd cache %s/%s, cap %s (identity %.2f s)\n", to.root.c_str(),

@@ -25,6 +25,9 @@ struct ServeOptions {
   double idle_unload_s = 0;                // unload a model unused this long (0 = never)
   std::string memory_budget;               // weights + KV budgets of the loaded models; empty: 75% of free RAM
   bool fake = false;                       // serve the deterministic FakeBackend (tests, demos)
+  // Progress bars on stderr while the model loads and its weights are hashed (the CLI sets it when
+  // stderr is a terminal).
+  bool progress = false;
   std::string model_alias;                 // served model id; default: the backend's model_id()
   std::string host = "127.0.0.1";          // loopback unless told otherwise
   int port = 8080;                         // 0 = pick a free port

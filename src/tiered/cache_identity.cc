@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -29,6 +30,17 @@ class Hasher {
     U64(n);
     XXH3_64bits_update(st_, p, n);
   }
+  // The same bytes as Bytes(p, n), fed in pieces: XXH3's streaming digest does not depend on how the
+  // input is split, so the result equals Bytes(p, n). `tick` runs after each piece with its size.
+  template <typename Tick>
+  void BytesInPieces(const uint8_t* p, size_t n, size_t piece, Tick tick) {
+    U64(n);
+    for (size_t off = 0; off < n; off += piece) {
+      const size_t len = std::min(piece, n - off);
+      XXH3_64bits_update(st_, p + off, len);
+      tick(len);
+    }
+  }
   void Str(std::string_view s) { Bytes(s.data(), s.size()); }
   void U64(uint64_t v) { XXH3_64bits_update(st_, &v, sizeof v); }
   uint64_t Digest() { return XXH3_64bits_digest(st_); }
@@ -48,6 +60,9 @@ struct MemoKey {
   uint64_t size = 0;
   int64_t mtime = 0;
 };
+
+// Hashing reports progress every this many bytes (tens of milliseconds at memory bandwidth).
+constexpr size_t kProgressPiece = size_t{64} << 20;
 
 std::string MemoPath(const std::string& root) { return JoinPath(root, "weights-fingerprints"); }
 
@@ -123,13 +138,24 @@ void StoreMemo(Env& env, const std::string& root, const MemoKey& k, uint64_t has
 
 }  // namespace
 
-uint64_t HashWeights(const GgufFile& gguf) {
+uint64_t HashWeights(const GgufFile& gguf, const ProgressFn& progress) {
+  uint64_t total = 0, done = 0;
+  for (const GgufTensorInfo& t : gguf.tensors()) total += t.n_bytes;
+  uint64_t since_report = 0;
+  auto tick = [&](size_t len) {
+    done += len;
+    since_report += len;
+    if (progress && (since_report >= kProgressPiece || done == total)) {
+      progress(done, total);
+      since_report = 0;
+    }
+  };
   Hasher h;
   for (const GgufTensorInfo& t : gguf.tensors()) {
     h.Str(t.name);
     h.U64(static_cast<uint64_t>(t.type));
     for (uint64_t d : t.ne) h.U64(d);
-    h.Bytes(t.data, t.n_bytes);
+    h.BytesInPieces(t.data, t.n_bytes, kProgressPiece, tick);
   }
   return h.Digest();
 }
@@ -155,7 +181,8 @@ uint64_t HashNumericMetadata(const GgufFile& gguf) {
   return h.Digest();
 }
 
-uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf) {
+uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf,
+                            const ProgressFn& progress) {
   MemoKey k;
   // Keyed by the file the engine mapped: a model reached through a link (a hub snapshot's
   // `model.gguf -> ../blobs/<sha>`) is the link's target, whose size and mtime the Env reports (it never
@@ -176,15 +203,15 @@ uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string
     uint64_t memo = 0;
     if (LookupMemo(env, root, k, &memo)) return memo;
   }
-  const uint64_t hash = HashWeights(gguf);
+  const uint64_t hash = HashWeights(gguf, progress);
   if (keyed) StoreMemo(env, root, k, hash);
   return hash;
 }
 
 CacheIdentity ComputeCacheIdentity(Env& env, const std::string& root, const std::string& model_path,
-                                   const GgufFile& gguf, const KvConfig& kv) {
+                                   const GgufFile& gguf, const KvConfig& kv, const ProgressFn& progress) {
   CacheIdentity id;
-  id.weights = WeightsFingerprint(env, root, model_path, gguf);
+  id.weights = WeightsFingerprint(env, root, model_path, gguf, progress);
   id.metadata = HashNumericMetadata(gguf);
   Hasher h;
   h.U64(id.weights);

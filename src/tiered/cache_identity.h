@@ -23,6 +23,7 @@
 #include "util/env.h"
 #include "format/gguf.h"
 #include "kv/kv_state.h"
+#include "util/progress.h"
 #include "util/status.h"
 
 namespace ember {
@@ -31,8 +32,9 @@ namespace ember {
 // restored state): entries written by an older build then live in another identity directory.
 inline constexpr uint32_t kNumericsVersion = 2;  // 2: softmax sums in ggml's grouped order
 
-// XXH3-64 of the tensor table and all tensor data of `gguf` (no memo).
-uint64_t HashWeights(const GgufFile& gguf);
+// XXH3-64 of the tensor table and all tensor data of `gguf` (no memo). `progress` (optional) gets the
+// data bytes hashed so far of the total, per 64 MiB; the digest does not depend on it.
+uint64_t HashWeights(const GgufFile& gguf, const ProgressFn& progress = {});
 // XXH3-64 of the metadata that can change the numbers (see above).
 uint64_t HashNumericMetadata(const GgufFile& gguf);
 
@@ -40,7 +42,9 @@ uint64_t HashNumericMetadata(const GgufFile& gguf);
 // written, is over 1 MiB, or has lines that do not parse (damaged, hostile) is ignored line by line and
 // the hash recomputed; nothing in it can throw or stop the process. It is an optimisation, trusted only
 // as far as the cache directory is (coldtier/private_dir.h: callers check <root> first).
-uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf);
+// `progress` is called only when the hash is computed (not for a memo hit).
+uint64_t WeightsFingerprint(Env& env, const std::string& root, const std::string& model_path, const GgufFile& gguf,
+                            const ProgressFn& progress = {});
 
 struct CacheIdentity {
   std::string dir_name;     // "<arch>-<16 hex digits>": one path component
@@ -50,7 +54,7 @@ struct CacheIdentity {
 };
 
 CacheIdentity ComputeCacheIdentity(Env& env, const std::string& root, const std::string& model_path,
-                                   const GgufFile& gguf, const KvConfig& kv);
+                                   const GgufFile& gguf, const KvConfig& kv, const ProgressFn& progress = {});
 
 // Writes identity.json into <root>/<dir_name> atomically (best effort: it is documentation).
 void WriteIdentityFile(Env& env, const std::string& root, const CacheIdentity& id);

@@ -222,7 +222,7 @@ TEST_F(H2hTest, MissingModelAndBadConfigAreErrorsNotCrashes) {
 TEST_F(H2hTest, ProgressCountsEveryRoundIncludingExtras) {
   FakeStack ember("ember", &journal_, {50, 50, 30, 50.5, 50.2});
   H2hEnv env = Env({&ember});
-  Progress progress(1 * (3 + 1), /*tty=*/false, nullptr, &clock_);
+  ProgressBar progress("h2h", 1 * (3 + 1), {.enabled = false, .out = nullptr, .env = &clock_});
   env.progress = &progress;
   ASSERT_TRUE(RunH2h(cfg_, env).ok());
   EXPECT_EQ(progress.done(), 5);
@@ -531,17 +531,6 @@ TEST_F(H2hTest, LoadLegConfigIsValidated) {
   cfg_.agents = 0;
   EXPECT_FALSE(RunH2h(cfg_, env).ok());
   EXPECT_TRUE(journal_.empty());
-}
-
-TEST(Progress, BarAndEta) {
-  ember::testing::SimEnv clock;
-  Progress p(4, false, nullptr, &clock);
-  EXPECT_NE(p.Line("x").find("0/4 ETA ?"), std::string::npos);
-  clock.Advance(10'000'000);
-  p.Step("a");
-  EXPECT_EQ(p.Line("b"), "[######..................] 1/4 ETA 30s  b");
-  EXPECT_EQ(FormatDuration(192), "3m12s");
-  EXPECT_EQ(FormatDuration(3840), "1h04m");
 }
 
 TEST(StackJson, ParsesEmberAndPeerOutput) {

@@ -6,12 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "format/gguf.h"
+#include "support/test_support.h"
 #include "util/hex.h"
 
 namespace ember {
@@ -131,6 +135,50 @@ TEST_F(CacheIdentityTest, AModelReachedThroughALinkIsMemoizedUnderItsTarget) {
   fs::remove(root_ + "/weights-fingerprints");
   EXPECT_EQ(WeightsFingerprint(*PosixEnv::Default(), root_, link, *gguf_), truth_);
   EXPECT_EQ(ReadMemo(), KeyPrefix() + Hex64(truth_) + " " + target + "\n");
+}
+
+TEST_F(CacheIdentityTest, HashingReportsProgressAndAMemoHitDoesNot) {
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  const ProgressFn progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  EXPECT_EQ(WeightsFingerprint(*PosixEnv::Default(), root_, *model_, *gguf_, progress), truth_);
+  uint64_t total = 0;
+  for (const GgufTensorInfo& t : gguf_->tensors()) total += t.n_bytes;
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), std::make_pair(total, total));
+  calls.clear();
+  EXPECT_EQ(WeightsFingerprint(*PosixEnv::Default(), root_, *model_, *gguf_, progress), truth_);
+  EXPECT_TRUE(calls.empty()) << "the memo answered: nothing was hashed";
+}
+
+// A tensor larger than the 64 MiB progress piece is fed to XXH3 in pieces; the digest must equal one
+// update over the same bytes (the format of HashWeights, written out here byte by byte).
+TEST(HashWeights, PiecesHashLikeOneUpdateOverTheSameBytes) {
+  testing::TempDir dir;
+  const std::string model = dir.file("big.gguf");
+  // Qwen3's 151,936-token table at 128 f32 columns: 78 MB, more than one piece.
+  const std::string cmd = std::string(EMBER_BINARY_DIR) + "/ember gen-model --out '" + model +
+                          "' --arch qwen3 --tokenizer qwen3 --n-layer 1 --n-embd 128 --n-head 2 --n-head-kv 2 "
+                          "--n-ff 128 --type f32 > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto g = GgufFile::Open(model);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::string stream;
+  auto u64 = [&](uint64_t v) { stream.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  uint64_t largest = 0;
+  for (const GgufTensorInfo& t : (*g)->tensors()) {
+    u64(t.name.size());
+    stream += t.name;
+    u64(static_cast<uint64_t>(t.type));
+    for (uint64_t d : t.ne) u64(d);
+    u64(t.n_bytes);
+    stream.append(reinterpret_cast<const char*>(t.data), t.n_bytes);
+    largest = std::max(largest, t.n_bytes);
+  }
+  ASSERT_GT(largest, uint64_t{64} << 20) << "the test needs a tensor split into pieces";
+  int calls = 0;
+  EXPECT_EQ(HashWeights(**g, [&](uint64_t, uint64_t) { ++calls; }), XXH3_64bits(stream.data(), stream.size()));
+  EXPECT_GE(calls, 2);
+  EXPECT_EQ(HashWeights(**g), XXH3_64bits(stream.data(), stream.size()));
 }
 
 }  // namespace
