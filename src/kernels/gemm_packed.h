@@ -17,10 +17,14 @@
 
 namespace ember::kernels {
 
-// out[t * stride + r] = dot(row r of the group, token t) for r < 16, t < n_acts (1 <= n_acts <=
-// kGemmMaxTile); `group` is the group's first byte in the packed copy.
-using PackedGemmFn = void (*)(const uint8_t* group, int64_t n_in, const GemmTile& tile, int n_acts, float* out,
-                              int64_t stride);
+// Groups per call, at most: two groups share each activation broadcast (a load per two vpdpbusd).
+inline constexpr int kPackedMaxGroups = 2;
+
+// out[t * stride + 16 g + r] = dot(row r of group g, token t) for g < groups (1 or 2), r < 16,
+// t < n_acts (1 <= n_acts <= kGemmMaxTile); `group` is the first group's first byte in the packed
+// copy, group g starts g * group_bytes after it.
+using PackedGemmFn = void (*)(const uint8_t* group, size_t group_bytes, int groups, int64_t n_in,
+                              const GemmTile& tile, int n_acts, float* out, int64_t stride);
 
 // The native kernel for `type`; nullptr where there is none or when this CPU lacks what CpuHasAvx512
 // checks.

@@ -41,7 +41,11 @@ void GemmTiles::Build(int64_t i, const ActRow* rows) {
     const ActRow& r = rows[t];
     for (int64_t b = 0; b < blocks_; ++b) {
       const size_t s = base + static_cast<size_t>(b * kGemmMaxTile + t);
-      std::memcpy(&q_[s * block_elems_], r.q + b * block_elems_, static_cast<size_t>(block_elems_));
+      // 32-element part p of the block: the tile's 16 tokens' parts p are side by side.
+      for (int64_t p = 0; p < block_elems_ / 32; ++p) {
+        std::memcpy(&q_[((base + static_cast<size_t>(b * kGemmMaxTile)) * block_elems_ / 32 + p * kGemmMaxTile + t) * 32],
+                    r.q + b * block_elems_ + 32 * p, 32);
+      }
       d_[s] = r.d[b];
       if (type_ == DotType::kQ8_K) {
         const int32_t* g = r.sum + b * 16;  // the super-block's per-16 sums

@@ -22,7 +22,9 @@ namespace ember::kernels {
 
 // One tile; index [b * kGemmMaxTile + t] for block b, token slot t (slots >= the tile's tokens unset).
 struct GemmTile {
-  const int8_t* q = nullptr;        // [(b * kGemmMaxTile + t) * block_elems + i]
+  // 32-element part p of block b of token slot t: q + ((b * P + p) * kGemmMaxTile + t) * 32, P =
+  // block_elems / 32 (so a kernel walking a block's parts finds the tile's 16 tokens side by side).
+  const int8_t* q = nullptr;
   const float* d = nullptr;         // block scale
   const int32_t* off8 = nullptr;    // kQ8_0: -8 * sum(q)
   const int32_t* off128 = nullptr;  // kQ8_0: -128 * sum(q)

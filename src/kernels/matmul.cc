@@ -88,19 +88,26 @@ void UnpackedRange(const Kernels& k, const WeightView& w, const ActBatch& acts, 
   }
 }
 
+// Weight bytes per packed row block. Larger than kGemmBlockBytes: the tiles these kernels read are
+// smaller per token, and on the AVX-512 machines measured (2 MiB L2) 384 KiB ran ~5% faster than 192.
+constexpr size_t kPackedBlockBytes = 384 << 10;
+
 // The packed kernel over 16-row groups [g0, g1) x all tokens, blocked like UnpackedRange's GEMM path:
-// every token tile passes over a block of groups (~kGemmBlockBytes of weights, kept in L2).
+// every token tile passes over a block of groups (~kPackedBlockBytes of weights, kept in L2), two
+// groups per call.
 void PackedRange(const Kernels& k, const WeightView& w, const GemmTiles& tiles, int64_t g0, int64_t g1, float* y) {
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
-  const int64_t block = GemmRowBlock(w.row_bytes) / kPackRows;
+  const int64_t block = std::clamp<int64_t>(static_cast<int64_t>(kPackedBlockBytes / group_bytes), 2, 16);
   for (int64_t gb = g0; gb < g1; gb += block) {
     const int64_t ge = std::min(g1, gb + block);
     for (int64_t i = 0; i < tiles.count(); ++i) {
       const GemmTile tile = tiles.Tile(i);
       const int64_t t = i * kGemmMaxTile;
       const int n = tiles.Tokens(i);
-      for (int64_t g = gb; g < ge; ++g) {
-        k.packed(w.packed + g * group_bytes, w.n_in, tile, n, y + t * w.n_out + g * kPackRows, w.n_out);
+      for (int64_t g = gb; g < ge; g += kPackedMaxGroups) {
+        const int groups = static_cast<int>(std::min<int64_t>(kPackedMaxGroups, ge - g));
+        k.packed(w.packed + g * group_bytes, group_bytes, groups, w.n_in, tile, n, y + t * w.n_out + g * kPackRows,
+                 w.n_out);
       }
     }
   }

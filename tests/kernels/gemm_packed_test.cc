@@ -227,8 +227,9 @@ TEST(PackedWeightsTest, PacksOnlyWhatMatMulReads) {
 
 // ---- kernels -----------------------------------------------------------------------------------
 
-// Every n_acts in 1..16, an odd output stride: each (row, token) bitwise the scalar reference's
-// result on the original rows, nothing outside the 16 x n_acts outputs written.
+// Every n_acts in 1..16, one and two groups per call (the second group's rows differ from the first's),
+// an odd output stride: each (row, token) bitwise the scalar reference's result on the original rows,
+// nothing outside the 16 groups x n_acts outputs written.
 void ExpectKernelMatches(const testing::PackedBuild& build, GgmlType type, Fill fill, int64_t n_in, uint32_t seed) {
   SCOPED_TRACE(std::string(build.name) + " " + GgmlTypeName(type) + " " + FillName(fill) + " n_in=" +
                std::to_string(n_in));
@@ -236,22 +237,29 @@ void ExpectKernelMatches(const testing::PackedBuild& build, GgmlType type, Fill 
   ASSERT_NE(fn, nullptr);
   const DotFn ref = ReferenceDotFn(type);
   const size_t pitch = RowBytes(type, static_cast<uint64_t>(n_in)) + 3;
-  const std::vector<uint8_t> rows = MakeRows(type, fill, n_in, kPackRows, pitch, seed);
-  const WeightView w{type, rows.data(), n_in, kPackRows, pitch};
+  constexpr int kRows = kPackedMaxGroups * kPackRows;
+  const std::vector<uint8_t> rows = MakeRows(type, fill, n_in, kRows, pitch, seed);
+  const WeightView w{type, rows.data(), n_in, kRows, pitch};
   std::vector<uint8_t> packed(PackedBytes(w));
-  PackGroups(w, 0, 1, packed.data());
+  PackGroups(w, 0, kPackedMaxGroups, packed.data());
+  const size_t group_bytes = packed.size() / kPackedMaxGroups;
   const Acts a = MakeActs(type, fill, n_in, kGemmMaxTile, seed + 1);
   GemmTiles tiles;
   tiles.Resize(DotTypeOf(type), kGemmMaxTile, n_in);
   tiles.Build(0, a.rows.data());
   const GemmTile tile = tiles.Tile(0);
-  constexpr int64_t kStride = kPackRows + 3;
+  constexpr int64_t kStride = kRows + 3;
   const float kSentinel = -12345.5f;
-  for (int n = 1; n <= kGemmMaxTile; ++n) {
-    std::vector<float> got(static_cast<size_t>(kStride * kGemmMaxTile), kSentinel), want(got.size(), kSentinel);
-    fn(packed.data(), n_in, tile, n, got.data(), kStride);
-    for (int r = 0; r < kPackRows; ++r) ref(rows.data() + r * pitch, n_in, a.rows.data(), n, want.data() + r, kStride);
-    ASSERT_TRUE(BitwiseEqual(got, want)) << "n_acts=" << n << " got[0]=" << got[0] << " want[0]=" << want[0];
+  for (int groups = 1; groups <= kPackedMaxGroups; ++groups) {
+    for (int n = 1; n <= kGemmMaxTile; ++n) {
+      std::vector<float> got(static_cast<size_t>(kStride * kGemmMaxTile), kSentinel), want(got.size(), kSentinel);
+      fn(packed.data(), group_bytes, groups, n_in, tile, n, got.data(), kStride);
+      for (int r = 0; r < groups * kPackRows; ++r) {
+        ref(rows.data() + r * pitch, n_in, a.rows.data(), n, want.data() + r, kStride);
+      }
+      ASSERT_TRUE(BitwiseEqual(got, want)) << "groups=" << groups << " n_acts=" << n << " got[0]=" << got[0]
+                                           << " want[0]=" << want[0];
+    }
   }
 }
 
@@ -303,7 +311,7 @@ TEST_P(PackedKernelTest, MaxBlocksGiveTheExactProduct) {
   }
   for (const testing::PackedBuild& build : testing::PackedBuilds()) {
     float got[kPackRows];
-    build.fn(type)(packed.data(), n_in, tiles.Tile(0), 1, got, kPackRows);
+    build.fn(type)(packed.data(), packed.size(), 1, n_in, tiles.Tile(0), 1, got, kPackRows);
     for (int r = 0; r < kPackRows; ++r) EXPECT_NEAR(got[r], want, 1e-5 * std::fabs(want)) << build.name << " row " << r;
   }
 }
