@@ -36,26 +36,21 @@ PackedWeights::~PackedWeights() {
   if (base_ != nullptr) munmap(base_, mapped_);
 }
 
-StatusOr<PackedWeights> PackedWeights::Pack(std::span<WeightView* const> views, ThreadPool& pool) {
-  struct Job {
-    WeightView* w;
-    uint64_t offset;
-    int64_t first_group;  // in the global group numbering the pool splits
-  };
-  std::vector<Job> jobs;
+StatusOr<PackedWeights> PackedWeights::Pack(std::span<WeightView* const> views, ThreadPool& pool,
+                                            const std::function<void(const WeightView&)>& packed_one) {
+  std::vector<std::pair<WeightView*, uint64_t>> jobs;  // view, offset of its copy
   uint64_t total = 0, exact = 0;
-  int64_t groups = 0;
   for (WeightView* w : views) {
-    if (!PackedKernelAvailable(w->type) || PackedGroups(*w) == 0) continue;
-    jobs.push_back({w, total, groups});
-    total += (PackedBytes(*w) + kAlign - 1) / kAlign * kAlign;
-    exact += PackedBytes(*w);
-    groups += PackedGroups(*w);
+    const uint64_t bytes = PackedCopyBytes(*w);
+    if (bytes == 0) continue;
+    jobs.emplace_back(w, total);
+    total += (bytes + kAlign - 1) / kAlign * kAlign;
+    exact += bytes;
   }
   PackedWeights out;
   if (jobs.empty()) return out;
-  const long page = sysconf(_SC_PAGESIZE);
-  const size_t mapped = (total + static_cast<uint64_t>(page) - 1) / static_cast<uint64_t>(page) * static_cast<uint64_t>(page);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const size_t mapped = (total + page - 1) / page * page;
   void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) {
     return ResourceExhausted("packed weights: cannot map " + std::to_string(mapped) + " bytes: " + std::strerror(errno));
@@ -63,18 +58,21 @@ StatusOr<PackedWeights> PackedWeights::Pack(std::span<WeightView* const> views, 
   out.base_ = base;
   out.mapped_ = mapped;
   (void)madvise(base, mapped, MADV_HUGEPAGE);  // fewer TLB misses streaming them; advisory only
-  uint8_t* bytes = static_cast<uint8_t*>(base);
-  // Groups in chunks claimed from a shared counter, cut at the tensors' boundaries.
-  pool.ParallelForChunks(groups, 64, [&](int64_t g0, int64_t g1, int) {
-    for (const Job& j : jobs) {
-      const int64_t b = std::max(g0, j.first_group), e = std::min(g1, j.first_group + PackedGroups(*j.w));
-      if (b < e) PackGroups(*j.w, b - j.first_group, e - j.first_group, bytes + j.offset);
-    }
-  });
-  for (const Job& j : jobs) j.w->packed = bytes + j.offset;
+  for (auto [w, offset] : jobs) {
+    uint8_t* dst = static_cast<uint8_t*>(base) + offset;
+    pool.ParallelForChunks(PackedGroups(*w), 16, [&](int64_t g0, int64_t g1, int) { PackGroups(*w, g0, g1, dst); });
+    w->packed = dst;
+    if (packed_one) packed_one(*w);
+  }
   out.bytes_ = exact;
   out.tensors_ = static_cast<int>(jobs.size());
   return out;
+}
+
+uint64_t PackedCopyBytes(const WeightView& w) { return PackedKernelAvailable(w.type) ? PackedBytes(w) : 0; }
+
+uint64_t PackedSourceBytes(const WeightView& w) {
+  return w.packed == nullptr ? 0 : static_cast<uint64_t>(PackedGroups(w)) * kPackRows * w.row_bytes;
 }
 
 }  // namespace ember::kernels

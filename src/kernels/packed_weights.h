@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "kernels/matmul.h"
@@ -28,8 +29,11 @@ class PackedWeights {
 
   // Packs every view whose type MatMul runs packed on this CPU (PackedKernelAvailable) and that has at
   // least one 16-row group, and points its `packed` at the copy; other views are left as they are.
-  // The work is split over `pool` (owner thread only). Fails only when the memory cannot be mapped.
-  static StatusOr<PackedWeights> Pack(std::span<WeightView* const> views, ThreadPool& pool);
+  // One view at a time, its groups split over `pool` (owner thread only); `packed_one`, if given, is
+  // called after each (so a caller can drop that view's source pages before the next one grows the
+  // copy: peak memory stays one view above the final). Fails only when the memory cannot be mapped.
+  static StatusOr<PackedWeights> Pack(std::span<WeightView* const> views, ThreadPool& pool,
+                                      const std::function<void(const WeightView&)>& packed_one = nullptr);
 
   uint64_t bytes() const { return bytes_; }  // bytes of all copies (the mapping is page-rounded)
   int tensors() const { return tensors_; }
@@ -40,5 +44,13 @@ class PackedWeights {
   uint64_t bytes_ = 0;
   int tensors_ = 0;
 };
+
+// Bytes of the copy Pack would make of w on this CPU; 0 when it would make none (no packed kernel for
+// the type here, or fewer than 16 rows).
+uint64_t PackedCopyBytes(const WeightView& w);
+
+// How many bytes from w.data on MatMul reads from w.packed instead (its whole 16-row groups); 0 when w
+// has no packed copy.
+uint64_t PackedSourceBytes(const WeightView& w);
 
 }  // namespace ember::kernels
