@@ -34,11 +34,12 @@ struct DirectBenchConfig {
   // Batched decode (engine/batch_runner.h): for each N, N sequences each holding its own pp-token
   // prompt decode tg tokens together; aggregate tok/s = N * tg / wall time (median of reps).
   std::vector<int> parallel;
+  bool repack = true;             // false: load without packed weights (EngineOptions::repack_weights)
 };
 
 // The measurement as the one JSON object `ember bench --json` prints: model, threads, pp_tokens,
 // tg_tokens, kv, reps, prefill_tok_s / decode_tok_s (medians) and their runs, peak_rss_bytes,
-// weight_bytes, bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with long_pp
+// weight_bytes, packed_bytes / packed_tensors (the repacked copies, Model::PackWeights), bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with long_pp
 // long_pp_tokens, long_prefill_tok_s, long_prefill_runs; with vs_llamacpp also `peer` and `ratios`
 // (peer_compare.h: PeerJson, RatiosJson — each names the peer kind); with parallel, batch_decode:
 // [{sequences, tok_s, runs, ratio_to_one}].
