@@ -141,6 +141,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const En
   if (options.prefault_weights) PrefaultWeights(*e->model_);
   Status pack_status = Status::Ok();
   if (options.repack_weights && RepackAllowedByEnvironment()) {
+    MutexLock lock(&e->pool_mu_);  // the pool's one owner (uncontended: nothing else has the engine yet)
     pack_status = e->model_->PackWeights(*e->pool_, ReleasePackedRows);
   }
   if (tok_thread.joinable()) tok_thread.join();

@@ -45,7 +45,7 @@ struct EngineOptions {
   bool load_tokenizer = true;    // false: ids only (no tokenizer keys needed)
   bool prefault_weights = true;  // map the weight pages at load (overlapped with the tokenizer build)
   // Repack the matmul weights the CPU has packed GEMM kernels for (AVX-512 VNNI: Q8_0, Q4_0, Q4_K,
-  // Q6_K) into private copies that replace their mapped pages (Model::PackWeights; results are bitwise
+  // Q5_K, Q6_K) into private copies that replace their mapped pages (Model::PackWeights; results are bitwise
   // the same, prefill is faster). EMBER_REPACK=0 in the environment turns it off too.
   bool repack_weights = true;
   Env* env = nullptr;            // clock for the timings Generate reports; null: Env::Default()

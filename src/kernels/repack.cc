@@ -24,6 +24,8 @@ struct Layout {
 constexpr Field kQ4_0[] = {{Field::kHalf, 0, 2}, {Field::kWords, 2, 16}};
 constexpr Field kQ8_0[] = {{Field::kHalf, 0, 2}, {Field::kWords, 2, 32}};
 constexpr Field kQ4_K[] = {{Field::kHalf, 0, 2}, {Field::kHalf, 2, 2}, {Field::kWords, 4, 12}, {Field::kWords, 16, 128}};
+constexpr Field kQ5_K[] = {{Field::kHalf, 0, 2}, {Field::kHalf, 2, 2}, {Field::kWords, 4, 12}, {Field::kWords, 16, 32},
+                           {Field::kWords, 48, 128}};
 constexpr Field kQ6_K[] = {{Field::kHalf, 208, 2}, {Field::kWords, 192, 16}, {Field::kWords, 0, 128}, {Field::kWords, 128, 64}};
 
 Layout LayoutOf(GgmlType type) {
@@ -31,6 +33,7 @@ Layout LayoutOf(GgmlType type) {
     case GgmlType::Q4_0: return {kQ4_0, 2};
     case GgmlType::Q8_0: return {kQ8_0, 2};
     case GgmlType::Q4_K: return {kQ4_K, 4};
+    case GgmlType::Q5_K: return {kQ5_K, 5};
     case GgmlType::Q6_K: return {kQ6_K, 4};
     default: return {};
   }

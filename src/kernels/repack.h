@@ -15,6 +15,7 @@
 //   Q4_0  (288 B): d | qs as 4 vectors
 //   Q8_0  (544 B): d | qs as 8 vectors
 //   Q4_K (2304 B): d | dmin | scales as 3 vectors | qs as 32 vectors (8 per 32-byte chunk)
+//   Q5_K (2816 B): d | dmin | scales as 3 vectors | qh as 8 vectors | qs as 32 vectors
 //   Q6_K (3360 B): d | scales as 4 vectors | ql as 32 vectors | qh as 16 vectors
 #pragma once
 
@@ -28,7 +29,7 @@ namespace ember::kernels {
 
 inline constexpr int kPackRows = 16;
 
-// Whether `type` has a packed layout (Q8_0, Q4_0, Q4_K, Q6_K).
+// Whether `type` has a packed layout (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
 bool HasPackedLayout(GgmlType type);
 
 // Bytes of one group block: kPackRows * the type's block bytes.

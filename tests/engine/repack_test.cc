@@ -62,7 +62,9 @@ TEST_P(RepackTest, SameLogitsWithAndWithoutRepacking) {
   EXPECT_EQ(packed->model().packed().tensors(), want);
   EXPECT_EQ(packed->model().packed().bytes() > 0, want > 0);
   EXPECT_EQ(packed->model().layers()[0].w_down.packed != nullptr, want > 0);
-  if (kernels::CpuHasAvx512()) EXPECT_GT(want, 0) << "this CPU has AVX-512 VNNI: the case must exercise packing";
+  if (kernels::CpuHasAvx512()) {
+    EXPECT_GT(want, 0) << "this CPU has AVX-512 VNNI: the case must exercise packing";
+  }
 
   const int64_t nv = packed->model().config().n_vocab;
   std::mt19937 rng(5);
@@ -88,6 +90,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "--n-ff 160 --type q4_0 --untied --type-output q8_0 --seed 4", 15},
         RepackCase{"q4_k_q6_k", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 256 "
                    "--type q4_k --type-embd q6_k --untied --type-output q6_k --seed 5", 15},
+        RepackCase{"q5_k_untied_q5_k", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 256 --n-head 4 --n-head-kv 2 "
+                   "--n-ff 256 --type q5_k --type-embd q6_k --untied --type-output q5_k --seed 7", 15},
         RepackCase{"qwen3_q6_k", "--arch qwen3 --tokenizer qwen3 --n-layer 2 --n-embd 256 --n-head 4 --n-head-kv 1 --n-ff 512 "
                    "--type q6_k --seed 6", 14}),
     [](const ::testing::TestParamInfo<RepackCase>& info) { return std::string(info.param.name); });

@@ -1,5 +1,5 @@
 // The packed GEMM kernels compiled a second time with SIMDe standing in for the AVX-512 intrinsics
-// (EmulatedPackedGemmFn, packed_builds.h), so gemm_packed_test checks their exact logic on CPUs without
+// (EmulatedPackedGemmFn, gemm_builds.h), so gemm_packed_test checks their exact logic on CPUs without
 // AVX-512 VNNI too; and the native dispatch's contract.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm_packed.h"
-#include "kernels/packed_builds.h"
+#include "kernels/gemm_builds.h"
 
 // After <immintrin.h> (via gemm_packed.h's includes): SIMDe aliases the intrinsics to its portable versions.
 #include <immintrin.h>
@@ -34,11 +34,11 @@ namespace {
 // Exactly the types with a packed layout have an emulated kernel, and a native one exactly where the
 // CPU runs it (so a CPU without AVX-512 VNNI never silently skips a kernel it would run).
 TEST(PackedGemmBuilds, DispatchMatchesCpu) {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     EXPECT_NE(testing::EmulatedPackedGemmFn(t), nullptr) << GgmlTypeName(t);
     EXPECT_EQ(ZmmPackedGemmFn(t) != nullptr, CpuHasAvx512()) << GgmlTypeName(t);
   }
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
     EXPECT_EQ(testing::EmulatedPackedGemmFn(t), nullptr) << GgmlTypeName(t);
     EXPECT_EQ(ZmmPackedGemmFn(t), nullptr) << GgmlTypeName(t);
   }

@@ -1,5 +1,5 @@
 // The packed weight layout (repack.h), the block-major activation tiles (gemm_tile.h) and the packed
-// GEMM kernels (gemm_packed.h, every build in packed_builds.h) against the scalar reference, bitwise:
+// GEMM kernels (gemm_packed.h, every build in gemm_builds.h) against the scalar reference, bitwise:
 // packing is a byte permutation, each kernel call equals the reference for random and extreme blocks,
 // every tile size, odd strides and row pitches; MatMul with packed weights equals the reference and each
 // token alone for every token and thread count, with tails of unpacked rows and mixed MatMulShared calls.
@@ -18,7 +18,7 @@
 #include "kernels/gemm_tile.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/matmul.h"
-#include "kernels/packed_builds.h"
+#include "kernels/gemm_builds.h"
 #include "kernels/packed_weights.h"
 #include "kernels/repack.h"
 #include "util/half.h"
@@ -26,7 +26,9 @@
 namespace ember::kernels {
 namespace {
 
-constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+using testing::BitwiseEqual;
+
+constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 bool K(GgmlType t) { return TypeInfo(t).block_elems == 256; }
 
@@ -54,7 +56,7 @@ const char* FillName(Fill f) {
 // Offsets of a block's fp16 scales.
 std::vector<int> HalfOffsets(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_K: return {0, 2};
+    case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
     case GgmlType::Q6_K: return {208};
     default: return {0};
   }
@@ -95,54 +97,18 @@ std::vector<uint8_t> MakeRows(GgmlType type, Fill fill, int64_t n_in, int64_t n_
   return out;
 }
 
-// Owned activations of the weight type's dot type with arbitrary int8 quants (-128 included, which
-// ActBatch never produces but the kernels must take), consistent sums, random positive scales.
-struct Acts {
-  std::vector<int8_t> q;
-  std::vector<float> d;
-  std::vector<int32_t> sum;
-  std::vector<ActRow> rows;
-};
-
-Acts MakeActs(GgmlType type, Fill fill, int64_t n_in, int n_tok, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> qd(-128, 127);
-  std::uniform_real_distribution<float> dd(1e-3f, 0.1f);
-  const int64_t be = TypeInfo(type).block_elems, nb = n_in / be, group = K(type) ? 16 : 32;
-  Acts a;
-  a.q.resize(static_cast<size_t>(n_in * n_tok));
-  a.d.resize(static_cast<size_t>(nb * n_tok));
-  a.sum.resize(static_cast<size_t>(n_in / group * n_tok));
-  for (size_t i = 0; i < a.q.size(); ++i) {
-    int v = qd(rng);
-    if (fill == Fill::kMax) v = -128;
-    if (fill == Fill::kMaxPos) v = 127;
-    if (fill == Fill::kMixed) v = i % 2 == 0 ? -128 : 127;
-    a.q[i] = static_cast<int8_t>(v);
-  }
-  for (auto& f : a.d) f = dd(rng);
-  for (size_t s = 0; s < a.sum.size(); ++s) {
-    int32_t total = 0;
-    for (int64_t i = 0; i < group; ++i) total += a.q[s * group + i];
-    a.sum[s] = total;
-  }
-  for (int t = 0; t < n_tok; ++t) {
-    ActRow r;
-    r.q = a.q.data() + t * n_in;
-    r.d = a.d.data() + t * nb;
-    r.sum = a.sum.data() + t * (n_in / group);
-    a.rows.push_back(r);
-  }
-  return a;
+// The kernels' activations for a fill: arbitrary int8 (-128 included) with consistent sums.
+testing::QuantActs MakeActs(GgmlType type, Fill fill, int64_t n_in, int n_tok, uint32_t seed) {
+  const testing::QuantPattern p = fill == Fill::kMax      ? testing::QuantPattern::kAllMin
+                                  : fill == Fill::kMaxPos ? testing::QuantPattern::kAllMax
+                                  : fill == Fill::kMixed  ? testing::QuantPattern::kAlternating
+                                                          : testing::QuantPattern::kRandom;
+  return testing::MakeQuantActs(TypeInfo(type).block_elems, K(type) ? 16 : 32, p, n_in, n_tok, seed);
 }
 
 std::vector<int64_t> InputSizes(GgmlType type) {
   if (K(type)) return {256, 512, 1536, 256 * 11};
   return {32, 64, 224, 256, 288, 1536, 4096 + 32};
-}
-
-bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // ---- layout ------------------------------------------------------------------------------------
@@ -152,8 +118,7 @@ TEST(Repack, LayoutTypesAndSizes) {
     EXPECT_TRUE(HasPackedLayout(t)) << GgmlTypeName(t);
     EXPECT_EQ(PackedGroupBlockBytes(t), 16u * TypeInfo(t).block_bytes);
   }
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                     GgmlType::Q5_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
     EXPECT_FALSE(HasPackedLayout(t)) << GgmlTypeName(t);
   }
   const WeightView w{GgmlType::Q4_0, nullptr, 64, 37, 36};
@@ -188,8 +153,9 @@ TEST(Repack, UnpackRestoresEveryRow) {
       const uint8_t* row5 = rows.data() + 5 * pitch;
       const int d_off = type == GgmlType::Q6_K ? 208 : 0;
       EXPECT_EQ(std::memcmp(packed.data() + 10, row5 + d_off, 2), 0) << GgmlTypeName(type);
-      const size_t qfield = type == GgmlType::Q4_K ? 64 : 32;  // Q4_K: after d and dmin; Q6_K: its scales
-      const int q_src = type == GgmlType::Q4_K ? 4 : type == GgmlType::Q6_K ? 192 : 2;
+      const bool k45 = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+      const size_t qfield = k45 ? 64 : 32;  // Q4_K / Q5_K: the scales after d and dmin; Q6_K: its scales
+      const int q_src = k45 ? 4 : type == GgmlType::Q6_K ? 192 : 2;
       EXPECT_EQ(std::memcmp(packed.data() + qfield + 64 + 20, row5 + q_src + 4, 4), 0) << GgmlTypeName(type);
     }
   }
@@ -243,7 +209,7 @@ void ExpectKernelMatches(const testing::PackedBuild& build, GgmlType type, Fill 
   std::vector<uint8_t> packed(PackedBytes(w));
   PackGroups(w, 0, kPackedMaxGroups, packed.data());
   const size_t group_bytes = packed.size() / kPackedMaxGroups;
-  const Acts a = MakeActs(type, fill, n_in, kGemmMaxTile, seed + 1);
+  const testing::QuantActs a = MakeActs(type, fill, n_in, kGemmMaxTile, seed + 1);
   GemmTiles tiles;
   tiles.Resize(DotTypeOf(type), kGemmMaxTile, n_in);
   tiles.Build(0, a.rows.data());
@@ -295,18 +261,19 @@ TEST_P(PackedKernelTest, MaxBlocksGiveTheExactProduct) {
   const WeightView w{type, rows.data(), n_in, kPackRows, rb};
   std::vector<uint8_t> packed(PackedBytes(w));
   PackGroups(w, 0, 1, packed.data());
-  const Acts a = MakeActs(type, Fill::kMax, n_in, 1, 2);
+  const testing::QuantActs a = MakeActs(type, Fill::kMax, n_in, 1, 2);
   GemmTiles tiles;
   tiles.Resize(DotTypeOf(type), 1, n_in);
   tiles.Build(0, a.rows.data());
-  // Per element: Q8_0 w = -1 (0xFF), Q4_0 q - 8 = 7, Q4_K 15 * 63 - min 63 (dmin 0.75),
-  // Q6_K (63 - 32) * scale -128 (0x80); times x = -128 and the scales.
+  // Per element: Q8_0 w = -1 (0xFF), Q4_0 q - 8 = 7, Q4_K 15 * 63 - min 63 (dmin 0.75), Q5_K the same
+  // with 31, Q6_K (63 - 32) * scale -128 (0x80); times x = -128 and the scales.
   const double dy = a.d[0];
   double want = 0;
   switch (type) {
     case GgmlType::Q8_0: want = -1.0 * -128 * 32 * 1.5 * dy; break;
     case GgmlType::Q4_0: want = 7.0 * -128 * 32 * 1.5 * dy; break;
     case GgmlType::Q4_K: want = (15.0 * 63 * 1.5 - 63 * 0.75) * -128 * 256 * dy; break;
+    case GgmlType::Q5_K: want = (31.0 * 63 * 1.5 - 63 * 0.75) * -128 * 256 * dy; break;
     default: want = 31.0 * -128 * -128 * 256 * 1.5 * dy; break;
   }
   for (const testing::PackedBuild& build : testing::PackedBuilds()) {
@@ -341,7 +308,7 @@ std::vector<float> MakeFloats(int64_t n_in, int64_t n_tok, uint32_t seed) {
 TEST(PackedMatMulTest, BitwiseReferenceAndBatchInvariant) {
   if (!PackedKernelAvailable(GgmlType::Q4_0)) GTEST_SKIP() << "no AVX-512 VNNI: MatMul never reads packed weights here";
   ThreadPool one(1), two(2), three(3);
-  ThreadPool* pools[] = {&one, &two, &three};
+  const std::vector<ThreadPool*> pools = {&two, &one, &three};
   for (GgmlType type : kPackedTypes) {
     const int64_t n_in = K(type) ? 512 : 288;
     for (int64_t n_out : {16, 21, 37, 64 + 13, 300}) {
@@ -357,18 +324,11 @@ TEST(PackedMatMulTest, BitwiseReferenceAndBatchInvariant) {
       ASSERT_NE(w.packed, nullptr);
       constexpr int64_t kMaxTok = 40;
       const std::vector<float> x = MakeFloats(n_in, kMaxTok, static_cast<uint32_t>(n_out) + 1);
-      std::vector<float> ref(static_cast<size_t>(n_out * kMaxTok)), alone(ref.size());
+      std::vector<float> ref(static_cast<size_t>(n_out * kMaxTok));
       MatMulReference(plain, x.data(), kMaxTok, ref.data());
-      for (int64_t t = 0; t < kMaxTok; ++t) MatMul(w, x.data() + t * n_in, 1, alone.data() + t * n_out, two);
-      ASSERT_TRUE(BitwiseEqual(alone, ref));
-      for (int64_t n_tok = 1; n_tok <= kMaxTok; n_tok += n_tok < 18 ? 1 : 7) {
-        const std::vector<float> want(ref.begin(), ref.begin() + n_tok * n_out);
-        for (ThreadPool* pool : pools) {
-          std::vector<float> got(want.size(), -1.0f);
-          MatMul(w, x.data(), n_tok, got.data(), *pool);
-          ASSERT_TRUE(BitwiseEqual(got, want)) << "n_tok=" << n_tok << " threads=" << pool->size();
-        }
-      }
+      std::vector<int64_t> counts;
+      for (int64_t n_tok = 1; n_tok <= kMaxTok; n_tok += n_tok < 18 ? 1 : 7) counts.push_back(n_tok);
+      ASSERT_NO_FATAL_FAILURE(testing::ExpectMatMulInvariant(w, x, ref, counts, pools));
       SetPackedGemmEnabled(false);
       std::vector<float> off(ref.size());
       MatMul(w, x.data(), kMaxTok, off.data(), three);
