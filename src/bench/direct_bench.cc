@@ -169,6 +169,7 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
   eo.threads = a.threads;
   eo.ubatch = a.ubatch;
   eo.load_tokenizer = false;
+  eo.repack_weights = a.repack;
   eo.kv_dtype = a.kv == "f32" ? KvDtype::kF32 : KvDtype::kF16;
   if (a.kv != "f16" && a.kv != "f32") return InvalidArgument("--kv must be f16 or f32");
   if (a.pp < 1 || a.tg < 0 || a.reps < 1) return InvalidArgument("--pp >= 1, --tg >= 0, --reps >= 1");
@@ -261,6 +262,7 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
             {"kv", a.kv}, {"reps", a.reps}, {"prefill_tok_s", pp}, {"decode_tok_s", tg},
             {"prefill_runs", pp_runs}, {"decode_runs", tg_runs},
             {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024}, {"weight_bytes", wbytes},
+            {"packed_bytes", engine->model().packed().bytes()}, {"packed_tensors", engine->model().packed().tensors()},
             {"bandwidth_gbs", tg * static_cast<double>(wbytes) / 1e9}, {"machine_read_gbs", machine_bw},
             {"bandwidth_fraction", machine_bw > 0 ? tg * static_cast<double>(wbytes) / 1e9 / machine_bw : 0},
             {"ops", {{"prefill", OpsJson(pp_ops)}, {"decode", OpsJson(tg_ops)}}}};

@@ -38,11 +38,12 @@ struct DirectBenchConfig {
   // Optional: one unit per round (RoundsOf: the warm-up, each rep, each batched level's warm-up and reps);
   // its total is set here.
   ProgressBar* progress = nullptr;
+  bool repack = true;             // false: load without packed weights (EngineOptions::repack_weights)
 };
 
 // The measurement as the one JSON object `ember bench --json` prints: model, threads, pp_tokens,
 // tg_tokens, kv, reps, prefill_tok_s / decode_tok_s (medians) and their runs, peak_rss_bytes,
-// weight_bytes, bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with long_pp
+// weight_bytes, packed_bytes / packed_tensors (the repacked copies, Model::PackWeights), bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with long_pp
 // long_pp_tokens, long_prefill_tok_s, long_prefill_runs; with vs_llamacpp also `peer` and `ratios`
 // (peer_compare.h: PeerJson, RatiosJson — each names the peer kind); with parallel, batch_decode:
 // [{sequences, tok_s, runs, ratio_to_one}].

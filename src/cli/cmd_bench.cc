@@ -26,7 +26,7 @@ struct Args {
   std::string model, kv = "f16";
   int64_t pp = 512, tg = 128, ubatch = 512;
   int reps = 5, threads = 0;
-  bool json = false, vs_llamacpp = false, cache = false, served = false, markdown = false;
+  bool json = false, vs_llamacpp = false, cache = false, served = false, markdown = false, no_repack = false;
   std::string peer = "auto", llama_bench;
   int peer_reps = 1;
   int64_t long_pp = 0;
@@ -47,6 +47,7 @@ Status Run(const Args& a) {
   c.tokens_file = a.tokens_file;
   c.vs_llamacpp = a.vs_llamacpp || a.markdown;
   c.parallel = a.parallel;
+  c.repack = !a.no_repack;
   EMBER_ASSIGN_OR_RETURN(c.peer_mode, bench::ParsePeerMode(a.peer));
   c.llama_bench = a.llama_bench;
   c.build_peer_script = std::string(EMBER_SOURCE_DIR) + "/scripts/build-peer";
@@ -80,6 +81,10 @@ Status Run(const Args& a) {
   std::printf("weights %.1f MB, decode reads %.1f GB/s of %.1f GB/s measured (%.0f%%), peak RSS %.1f MB\n",
               j["weight_bytes"].get<double>() / 1e6, j["bandwidth_gbs"].get<double>(), j["machine_read_gbs"].get<double>(),
               100 * j["bandwidth_fraction"].get<double>(), j["peak_rss_bytes"].get<double>() / 1048576.0);
+  if (j["packed_tensors"].get<int>() > 0) {
+    std::printf("repacked %.1f MB of weights (%d matrices) for the packed GEMM kernels, replacing their mapped pages\n",
+                j["packed_bytes"].get<double>() / 1e6, j["packed_tensors"].get<int>());
+  }
   for (const char* phase : {"prefill", "decode"}) {
     const json& o = j["ops"][phase];
     const double tot = std::max(1e-12, o["total_s"].get<double>());
@@ -191,6 +196,8 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--tokens-file", a->tokens_file,
                  "Prompt ids as a JSON array (instead of --pp random ids); the peer gets the same ids");
   c->add_option("--turns", a->turns, "--served: turns of the cached conversation")->capture_default_str();
+  c->add_flag("--no-repack", a->no_repack,
+              "Load without repacking weights for the packed GEMM kernels (as EMBER_REPACK=0; for A/B runs)");
   c->add_flag("--json", a->json, "Print one JSON object");
   c->callback([a, set_exit] {
     Status st = a->served ? RunServedLeg(*a) : a->cache ? RunCacheLeg(*a) : Run(*a);

@@ -1,6 +1,7 @@
 // ember inspect FILE: metadata (long arrays summarized), tensor table, and derived sizes.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "cli/command.h"
 #include "format/gguf.h"
 #include "format/model_summary.h"
+#include "model/model.h"
 
 namespace ember::cli {
 namespace {
@@ -58,8 +60,14 @@ std::string Human(double bytes) {
   return buf;
 }
 
+// What loading would repack on this CPU (Model::PackWeights); absent when the file is no runnable model.
+struct RepackInfo {
+  int tensors = 0;
+  uint64_t bytes = 0;
+};
+
 // Metadata and tensors, then the summary; `s` is null when the metadata is broken (the caller says why).
-void PrintHuman(const GgufFile& f, const ModelSummary* s, bool full) {
+void PrintHuman(const GgufFile& f, const ModelSummary* s, const RepackInfo* rp, bool full) {
   std::cout << f.name() << ": GGUF v" << f.version() << ", " << f.metadata().size() << " metadata keys, "
             << f.tensors().size() << " tensors, alignment " << f.alignment() << ", data at byte " << f.data_offset()
             << "\n\nmetadata:\n";
@@ -82,6 +90,13 @@ void PrintHuman(const GgufFile& f, const ModelSummary* s, bool full) {
             << s->head_dim << "), context " << s->n_ctx << ", vocab " << s->n_vocab << "\n  KV per token at f16: "
             << Human(static_cast<double>(s->kv_bytes_per_token_f16)) << "; weights read per decoded token: "
             << Human(static_cast<double>(s->decode_bytes_per_token)) << "\n";
+  if (rp == nullptr) return;
+  if (rp->tensors == 0) {
+    std::cout << "  repack at load: none on this CPU (no packed GEMM kernels for these types here)\n";
+  } else {
+    std::cout << "  repack at load: " << rp->tensors << " matrices, " << Human(static_cast<double>(rp->bytes))
+              << " copied into the packed GEMM layout, replacing their mapped pages (EMBER_REPACK=0: off)\n";
+  }
 }
 
 int Run(const std::string& path, bool as_json, bool full) {
@@ -89,6 +104,13 @@ int Run(const std::string& path, bool as_json, bool full) {
   if (!file.ok()) {
     std::cerr << "ember inspect: " << file.status().ToString() << "\n";
     return 1;
+  }
+  // A runnable model also says what loading it would repack; the binding (a parse, no copies) is done
+  // on a second mapping so a file that is no model is still shown in full.
+  std::optional<RepackInfo> repack;
+  if (StatusOr<std::unique_ptr<Model>> m = Model::Load(path); m.ok()) {
+    repack.emplace();
+    repack->bytes = (*m)->PackableBytes(&repack->tensors);
   }
   const GgufFile& f = **file;
   // A file whose metadata is broken (a key of the wrong type, an absurd dimension) is still shown, then
@@ -100,7 +122,7 @@ int Run(const std::string& path, bool as_json, bool full) {
     return 1;
   };
   if (!as_json) {
-    PrintHuman(f, s.ok() ? &*s : nullptr, full);
+    PrintHuman(f, s.ok() ? &*s : nullptr, repack ? &*repack : nullptr, full);
     return report();
   }
   json meta = json::object();
@@ -112,6 +134,7 @@ int Run(const std::string& path, bool as_json, bool full) {
                        {"bytes", t.n_bytes}, {"offset", f.data_offset() + t.offset}});
   json out = {{"file", path}, {"version", f.version()}, {"alignment", f.alignment()},
               {"data_offset", f.data_offset()}, {"metadata", meta}, {"tensors", tensors}};
+  if (repack) out["repack"] = {{"tensors", repack->tensors}, {"bytes", repack->bytes}};
   if (s.ok()) {
     out["summary"] = SummaryJson(*s);
   } else {

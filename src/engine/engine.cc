@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include "tokenizer/tokenizer_spec.h"
@@ -101,6 +103,25 @@ void PrefaultWeights(const Model& m, const ProgressFn& progress) {
   Populate(embd.data + embd.n_bytes, end, pg, &done, total, progress);
 }
 
+// EMBER_REPACK=0 (or off/false/no) vetoes repacking whatever the options say, e.g. for A/B timing.
+bool RepackAllowedByEnvironment() {
+  const char* v = std::getenv("EMBER_REPACK");
+  if (v == nullptr) return true;
+  const std::string_view s(v);
+  return !(s == "0" || s == "off" || s == "false" || s == "no");
+}
+
+// A packed copy replaces its rows' pages in the file mapping: MatMul reads those rows only from the
+// copy, so the pages are dropped from this process (they stay in the page cache, clean and
+// reclaimable; a later read would fault them back in). The mapping is Env::Default()'s read-only
+// MAP_SHARED file mapping (Model::Load), where MADV_DONTNEED discards nothing but page-table entries.
+void ReleasePackedRows(const kernels::WeightView& w) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(w.data), e = b + kernels::PackedSourceBytes(w);
+  const uintptr_t lo = (b + page - 1) & ~(page - 1), hi = e & ~(page - 1);  // whole pages inside
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const EngineOptions& options) {
@@ -126,14 +147,20 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const En
       e->tokenizer_ = std::move(*tok);
     });
   }
-  if (options.prefault_weights) PrefaultWeights(*e->model_, options.load_progress);
-  if (tok_thread.joinable()) tok_thread.join();
-  EMBER_RETURN_IF_ERROR(tok_status);
   if (e->opts_.threads <= 0) e->opts_.threads = kernels::PhysicalCoreCount();
+  e->pool_ = std::make_unique<kernels::ThreadPool>(e->opts_.threads);
+  if (options.prefault_weights) PrefaultWeights(*e->model_, options.load_progress);
+  Status pack_status = Status::Ok();
+  if (options.repack_weights && RepackAllowedByEnvironment()) {
+    MutexLock lock(&e->pool_mu_);  // the pool's one owner (uncontended: nothing else has the engine yet)
+    pack_status = e->model_->PackWeights(*e->pool_, ReleasePackedRows);
+  }
+  if (tok_thread.joinable()) tok_thread.join();
+  EMBER_RETURN_IF_ERROR(pack_status);
+  EMBER_RETURN_IF_ERROR(tok_status);
   if (e->opts_.ubatch <= 0) e->opts_.ubatch = 512;
   if (e->opts_.n_ctx <= 0) e->opts_.n_ctx = std::min<int64_t>(e->model_->config().n_ctx_train, 32768);
   EMBER_RETURN_IF_ERROR(KvConfig(e->kv_config()).Validate());
-  e->pool_ = std::make_unique<kernels::ThreadPool>(e->opts_.threads);
   return e;
 }
 

@@ -45,6 +45,10 @@ struct EngineOptions {
   int32_t kv_block_size = 32;
   bool load_tokenizer = true;    // false: ids only (no tokenizer keys needed)
   bool prefault_weights = true;  // map the weight pages at load (overlapped with the tokenizer build)
+  // Repack the matmul weights the CPU has packed GEMM kernels for (AVX-512 VNNI: Q8_0, Q4_0, Q4_K,
+  // Q5_K, Q6_K) into private copies that replace their mapped pages (Model::PackWeights; results are bitwise
+  // the same, prefill is faster). EMBER_REPACK=0 in the environment turns it off too.
+  bool repack_weights = true;
   Env* env = nullptr;            // clock for the timings Generate reports; null: Env::Default()
   // Load's progress: bytes of weights mapped in by the prefault, per 64 MiB (reading them from disk is
   // most of a cold load). Not called when nothing is prefaulted. Optional.

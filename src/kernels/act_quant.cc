@@ -88,6 +88,52 @@ void QuantizeBlockK(const float* x, int8_t* q, float* d, int32_t* sums) {
   *d = 1.0f / iscale;
 }
 
+// QuantizeBlockK on AVX2, bitwise the same: the magnitude maximum is order-free (max_ps skips a NaN
+// lane like the scalar `>`), the first element attaining it is found by comparison, iscale * x is the
+// same f32 product and cvtps rounds half to even as nearbyint does, and the narrowing keeps the low
+// byte of the clamped int32 as static_cast<int8_t> does (also for the indefinite value a NaN gives).
+EMBER_AVX2 void QuantizeBlockKAvx2(const float* x, int8_t* q, float* d, int32_t* sums) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 acc = _mm256_setzero_ps();
+  for (int k = 0; k < kQK; k += 8) acc = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)), acc);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float amax = 0.0f;
+  for (float l : lanes) amax = l > amax ? l : amax;
+  if (amax == 0.0f) {
+    QuantizeBlockK(x, q, d, sums);  // all zero (or NaN): the scalar path's early exit
+    return;
+  }
+  int first = 0;
+  for (int k = 0; k < kQK; k += 8) {
+    const __m256 eq = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+    if (const int m = _mm256_movemask_ps(eq); m != 0) {
+      first = k + __builtin_ctz(static_cast<unsigned>(m));
+      break;
+    }
+  }
+  const float iscale = -127.0f / x[first];
+  const __m256 is = _mm256_set1_ps(iscale);
+  const __m256i lim = _mm256_set1_epi32(127), low = _mm256_set1_epi32(0xFF);
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  for (int k = 0; k < kQK; k += 32) {
+    __m256i v[4];
+    for (int i = 0; i < 4; ++i) {
+      const __m256i n = _mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + k + 8 * i)));
+      v[i] = _mm256_and_si256(_mm256_min_epi32(n, lim), low);  // 0..255: the unsigned packs below are exact
+    }
+    const __m256i packed = _mm256_packus_epi16(_mm256_packus_epi32(v[0], v[1]), _mm256_packus_epi32(v[2], v[3]));
+    const __m256i qv = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k), qv);
+    // Sums of the two 16-byte groups: pairs, then fours, then lanes 0..3 and 4..7.
+    const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, qv), ones16);
+    const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(s4, s4), _mm256_hadd_epi32(s4, s4));
+    sums[k / 16] = _mm256_cvtsi256_si32(s);
+    sums[k / 16 + 1] = _mm256_extract_epi32(s, 4);
+  }
+  *d = 1.0f / iscale;
+}
+
 }  // namespace
 
 DotType DotTypeOf(GgmlType t) {
@@ -124,6 +170,7 @@ void ActBatch::Resize(DotType type, int64_t n_tok, int64_t n_in) {
 
 void ActBatch::ConvertRows(const float* x, int64_t t0, int64_t t1) {
   const auto quantize32 = CpuHasAvx2() ? QuantizeBlock32Avx2 : QuantizeBlock32;
+  const auto quantizek = CpuHasAvx2() ? QuantizeBlockKAvx2 : QuantizeBlockK;
   for (int64_t t = t0; t < t1; ++t) {
     const float* xr = x + t * n_in_;
     switch (type_) {
@@ -146,8 +193,7 @@ void ActBatch::ConvertRows(const float* x, int64_t t0, int64_t t1) {
         break;
       case DotType::kQ8_K:
         for (int64_t b = 0; b < blocks_; ++b) {
-          QuantizeBlockK(xr + b * kQK, &q_[t * n_in_ + b * kQK], &d_[t * blocks_ + b],
-                         &sum_[t * sums_ + b * (kQK / 16)]);
+          quantizek(xr + b * kQK, &q_[t * n_in_ + b * kQK], &d_[t * blocks_ + b], &sum_[t * sums_ + b * (kQK / 16)]);
         }
         break;
     }

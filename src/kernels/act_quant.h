@@ -41,6 +41,7 @@ class ActBatch {
   void ConvertRows(const float* x, int64_t t0, int64_t t1);
   ActRow Row(int64_t t) const;
   DotType type() const { return type_; }
+  int64_t n_in() const { return n_in_; }
 
  private:
   DotType type_ = DotType::kF32;

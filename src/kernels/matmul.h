@@ -29,6 +29,10 @@ struct WeightView {
   int64_t n_in = 0;
   int64_t n_out = 0;
   size_t row_bytes = 0;
+  // Optional: the same rows' full 16-row groups repacked for the zmm GEMM kernels (kernels/repack.h;
+  // made at load by PackedWeights). MatMul then reads those rows from here, for every token count, and
+  // only the last n_out % 16 rows from `data`; results are bitwise the same either way. Non-owning.
+  const uint8_t* packed = nullptr;
 };
 
 // Validates a view once, at model load: supported type, n_in a positive multiple of the block size,
@@ -62,6 +66,14 @@ void SetGemmEnabled(bool enabled);
 // (default: yes); off, it uses the AVX2 build. Bitwise the same; for in-process comparisons like
 // SetGemmEnabled, and set the same way.
 void SetGemmVnniEnabled(bool enabled);
+
+// Whether MatMul may use the packed GEMM kernels for weights that have a packed copy (default: yes);
+// off, it reads those weights' original rows like any other. Bitwise the same; set like SetGemmEnabled.
+void SetPackedGemmEnabled(bool enabled);
+
+// Whether MatMul on this CPU (under the EMBER_KERNELS ceiling) has a packed kernel for `type`: whether a
+// packed copy of such a weight would be used. The test toggles above do not change the answer.
+bool PackedKernelAvailable(GgmlType type);
 
 // Which kernel tier MatMul uses for Q8_0 weights on this CPU: "avx512", "avx2" or "scalar" (the
 // best the CPU runs, capped by EMBER_KERNELS=scalar|avx2|avx512; see dot_kernels.h).

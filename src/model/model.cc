@@ -145,6 +145,35 @@ Status Model::BindLayer(int il, LayerWeights& w) {
   return Status::Ok();
 }
 
+std::vector<kernels::WeightView*> Model::PackCandidates() {
+  std::vector<kernels::WeightView*> views;
+  for (LayerWeights& l : layers_) {
+    for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) views.push_back(w);
+  }
+  // A tied output is token_embd, whose rows the embedding lookup reads in their own layout anyway: a
+  // copy would add to memory instead of replacing pages.
+  if (!tied_output_) views.push_back(&output_);
+  return views;
+}
+
+Status Model::PackWeights(kernels::ThreadPool& pool,
+                          const std::function<void(const kernels::WeightView&)>& packed_one) {
+  EMBER_ASSIGN_OR_RETURN(packed_, kernels::PackedWeights::Pack(PackCandidates(), pool, packed_one));
+  return Status::Ok();
+}
+
+uint64_t Model::PackableBytes(int* tensors) const {
+  uint64_t bytes = 0;
+  int n = 0;
+  for (const kernels::WeightView* w : const_cast<Model*>(this)->PackCandidates()) {
+    const uint64_t b = kernels::PackedCopyBytes(*w);
+    bytes += b;
+    n += b > 0;
+  }
+  if (tensors != nullptr) *tensors = n;
+  return bytes;
+}
+
 KvConfig Model::MakeKvConfig(KvDtype dtype, int32_t block_size) const {
   KvConfig k;
   k.n_layer = static_cast<int32_t>(config_.n_layer);

@@ -7,12 +7,15 @@
 // Thread-safety: immutable after Load; any number of sequences may run on one Model concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "format/gguf.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_weights.h"
+#include "kernels/thread_pool.h"
 #include "kv/kv_state.h"
 #include "model/arch.h"
 #include "model/model_config.h"
@@ -58,6 +61,18 @@ class Model {
   // Bytes of all weights a forward pass reads (for bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
 
+  // Repacks the matmul weights MatMul reads packed on this CPU — every layer matrix, and the output
+  // matrix unless it is the (row-indexed) token embedding — into copies for the zmm GEMM kernels
+  // (kernels/packed_weights.h) and points their views at them. Results do not change, bitwise. Call once,
+  // before the model is shared. The originals stay mapped (a tail of n_out % 16 rows is read there).
+  // `packed_one` is called after each view is packed (see kernels::PackedWeights::Pack).
+  Status PackWeights(kernels::ThreadPool& pool,
+                     const std::function<void(const kernels::WeightView&)>& packed_one = nullptr);
+  // The copies PackWeights made (empty before, or when this CPU has no packed kernels).
+  const kernels::PackedWeights& packed() const { return packed_; }
+  // What PackWeights would pack on this CPU: bytes of the copies and how many matrices (`ember inspect`).
+  uint64_t PackableBytes(int* tensors) const;
+
   // KV geometry for a sequence of this model: window layers (gemma3) get StateKind::kWindow with the
   // model's sliding window (and KvConfig's default margin, max(block_size, window / 4)), so their KV
   // is released once it falls out of reach (docs/sliding-window.md).
@@ -67,6 +82,8 @@ class Model {
   Model() = default;
   Status Bind();
   Status BindLayer(int il, LayerWeights& w);
+  // The matmul weights PackWeights considers: every layer matrix and an untied output.
+  std::vector<kernels::WeightView*> PackCandidates();
 
   std::unique_ptr<GgufFile> file_;
   ModelConfig config_;
@@ -77,6 +94,7 @@ class Model {
   kernels::WeightView output_;
   bool tied_output_ = false;
   uint64_t weight_bytes_ = 0;
+  kernels::PackedWeights packed_;
 };
 
 }  // namespace ember

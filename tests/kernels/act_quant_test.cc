@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -95,6 +96,59 @@ TEST(ActQuantTest, Q8_KSignConventionAndSums) {
   EXPECT_EQ(r.sum[0], -127);
   EXPECT_EQ(r.sum[1], 64);
   EXPECT_EQ(r.sum[12], -127);
+}
+
+// Q8_K over many random blocks (magnitudes 1e-4..1e4, the maximum at every position, magnitude ties of
+// opposite sign where the first must win, exact halves x * iscale = k + 0.5, a zero block) against
+// the scalar definition (ggml's quantize_row_q8_K_ref): catches a SIMD path that picks another max,
+// rounds differently or narrows with saturation.
+TEST(ActQuantTest, Q8_KMatchesScalarDefinitionOnRandomBlocks) {
+  const int n_blocks = 48;
+  std::vector<float> x(256 * n_blocks);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int b = 0; b < n_blocks; ++b) {
+    float* blk = x.data() + b * 256;
+    const float mag = std::pow(10.0f, static_cast<float>(b % 9) - 4.0f);
+    for (int j = 0; j < 256; ++j) blk[j] = u(rng) * mag;
+    const int at = (b * 37) % 256;
+    if (b % 4 == 1) {  // a magnitude tie: -m first, +m later (or the reverse): the first one's sign wins
+      const int other = (at + 101) % 256;
+      blk[std::min(at, other)] = (b % 8 == 1 ? -2.0f : 2.0f) * mag;
+      blk[std::max(at, other)] = (b % 8 == 1 ? 2.0f : -2.0f) * mag;
+    }
+    if (b % 4 == 2) {  // max = -127 -> iscale = 1: x itself is rounded, halves are ties
+      blk[at] = -127.0f;
+      for (int j = 0; j < 16; ++j) blk[(at + 1 + j) % 256] = static_cast<float>(j) - 7.5f;
+    }
+    if (b == n_blocks - 1) std::fill(blk, blk + 256, 0.0f);
+  }
+  ActBatch a;
+  a.Convert(DotType::kQ8_K, x.data(), 3, 256 * n_blocks / 3);
+  const int per_row = n_blocks / 3;
+  for (int b = 0; b < n_blocks; ++b) {
+    const ActRow r = a.Row(b / per_row);
+    const int rb = b % per_row;
+    const float* blk = x.data() + b * 256;
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 256; ++j) {
+      if (std::fabs(blk[j]) > amax) {
+        amax = std::fabs(blk[j]);
+        max = blk[j];
+      }
+    }
+    const float iscale = amax != 0.0f ? -127.0f / max : 0.0f;
+    EXPECT_EQ(r.d[rb], amax != 0.0f ? 1.0f / iscale : 0.0f) << b;
+    for (int g = 0; g < 16; ++g) {
+      int sum = 0;
+      for (int j = 16 * g; j < 16 * g + 16; ++j) {
+        const int q = std::min(127, static_cast<int>(std::nearbyint(iscale * blk[j])));
+        ASSERT_EQ(r.q[rb * 256 + j], q) << "block " << b << " elem " << j;
+        sum += q;
+      }
+      ASSERT_EQ(r.sum[rb * 16 + g], sum) << "block " << b << " group " << g;
+    }
+  }
 }
 
 TEST(ActQuantTest, ZeroBlocks) {

@@ -92,44 +92,13 @@ std::vector<uint8_t> MakeRows(GgmlType type, Fill fill, int64_t n_in, int rows, 
   return w;
 }
 
-// Owned Q8_K activations for n_tok tokens; ActRow views into them.
-struct Acts {
-  std::vector<int8_t> q;
-  std::vector<float> d;
-  std::vector<int32_t> sum;
-  std::vector<ActRow> rows;
-};
-
-Acts MakeActs(Fill fill, int64_t n_in, int n_tok, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> qd(-128, 127);
-  std::uniform_real_distribution<float> dd(1e-3f, 0.1f);
-  Acts a;
-  const int64_t nb = n_in / 256;
-  a.q.resize(static_cast<size_t>(n_in * n_tok));
-  a.d.resize(static_cast<size_t>(nb * n_tok));
-  a.sum.resize(static_cast<size_t>(nb * 16 * n_tok));
-  for (size_t i = 0; i < a.q.size(); ++i) {
-    int v = qd(rng);
-    if (fill == Fill::kMax) v = -128;
-    if (fill == Fill::kMaxPos) v = 127;
-    if (fill == Fill::kMixed) v = i % 2 == 0 ? -128 : 127;
-    a.q[i] = static_cast<int8_t>(v);
-  }
-  for (auto& f : a.d) f = dd(rng);
-  for (size_t s = 0; s < a.sum.size(); ++s) {
-    int32_t total = 0;
-    for (int i = 0; i < 16; ++i) total += a.q[s * 16 + i];
-    a.sum[s] = total;
-  }
-  for (int t = 0; t < n_tok; ++t) {
-    ActRow r;
-    r.q = a.q.data() + t * n_in;
-    r.d = a.d.data() + t * nb;
-    r.sum = a.sum.data() + t * nb * 16;
-    a.rows.push_back(r);
-  }
-  return a;
+// Q8_K activations for a fill (kernel_test_util.h): arbitrary int8, -128 included.
+testing::QuantActs MakeActs(Fill fill, int64_t n_in, int n_tok, uint32_t seed) {
+  const testing::QuantPattern p = fill == Fill::kMax      ? testing::QuantPattern::kAllMin
+                                  : fill == Fill::kMaxPos ? testing::QuantPattern::kAllMax
+                                  : fill == Fill::kMixed  ? testing::QuantPattern::kAlternating
+                                                          : testing::QuantPattern::kRandom;
+  return testing::MakeQuantActs(256, 16, p, n_in, n_tok, seed);
 }
 
 GemmFn Gemm(GgmlType type) {
@@ -156,7 +125,7 @@ void ExpectKernelMatches(GemmFn (*build)(GgmlType), const char* build_name, Ggml
   const DotFn ref = ReferenceDotFn(type);
   const size_t pitch = RowBytes(type, static_cast<uint64_t>(n_in)) + pitch_extra;
   const std::vector<uint8_t> w = MakeRows(type, fill, n_in, kGemmRows, pitch, seed);
-  const Acts a = MakeActs(fill, n_in, kGemmMaxTile, seed + 1);
+  const testing::QuantActs a = MakeActs(fill, n_in, kGemmMaxTile, seed + 1);
   const float kSentinel = -12345.5f;
   for (int n_acts = 1; n_acts <= kGemmMaxTile; ++n_acts) {
     std::vector<float> got(static_cast<size_t>(stride * kGemmMaxTile + 8), kSentinel);
@@ -202,7 +171,7 @@ TEST_P(GemmKQuantTypeTest, MaxBlocksGiveTheExactProduct) {
   const int64_t n_in = 256;
   const size_t pitch = RowBytes(type, n_in);
   const std::vector<uint8_t> w = MakeRows(type, Fill::kMax, n_in, kGemmRows, pitch, 1);
-  const Acts a = MakeActs(Fill::kMax, n_in, 1, 2);
+  const testing::QuantActs a = MakeActs(Fill::kMax, n_in, 1, 2);
   for (const testing::GemmBuild& b : testing::GemmBuilds()) {
   float got[8];
   b.fn(type)(w.data(), pitch, n_in, a.rows.data(), 1, got, 8);

@@ -21,15 +21,13 @@
 namespace ember::kernels {
 namespace {
 
+using testing::BitwiseEqual;
 using testing::kAllTypes;
 using testing::MakeWeight;
 using testing::RandomFloats;
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 std::vector<GgmlType> TypesWithGemm() {
   std::vector<GgmlType> out;
@@ -165,7 +163,7 @@ TEST(GemmTest, KernelMatchesReferenceBitwise) {
 TEST(GemmTest, MatMulUsingGemmIsBatchInvariant) {
   if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2+FMA+F16C: MatMul uses the row kernels alone";
   ThreadPool one(1), two(2), three(3);
-  ThreadPool* pools[] = {&one, &two, &three};
+  const std::vector<ThreadPool*> pools = {&two, &one, &three};
   for (bool vnni : {true, false}) {
   SetGemmVnniEnabled(vnni);
   SCOPED_TRACE(vnni ? "vnni allowed" : "avx2 gemm");
@@ -178,18 +176,11 @@ TEST(GemmTest, MatMulUsingGemmIsBatchInvariant) {
       const WeightView w{type, bytes.data(), n_in, n_out, row_bytes};
       constexpr int64_t kMaxTok = 40;
       const std::vector<float> x = MakeActs(n_in, kMaxTok, static_cast<uint32_t>(n_out) + 9);
-      std::vector<float> ref(static_cast<size_t>(n_out * kMaxTok)), alone(ref.size());
+      std::vector<float> ref(static_cast<size_t>(n_out * kMaxTok));
       MatMulReference(w, x.data(), kMaxTok, ref.data());
-      for (int64_t t = 0; t < kMaxTok; ++t) MatMul(w, x.data() + t * n_in, 1, alone.data() + t * n_out, two);
-      ASSERT_TRUE(BitwiseEqual(alone, ref));
-      for (int64_t n_tok = 1; n_tok <= kMaxTok; ++n_tok) {
-        const std::vector<float> want(ref.begin(), ref.begin() + n_tok * n_out);
-        for (ThreadPool* pool : pools) {
-          std::vector<float> got(want.size(), -1.0f);
-          MatMul(w, x.data(), n_tok, got.data(), *pool);
-          ASSERT_TRUE(BitwiseEqual(got, want)) << "n_tok=" << n_tok << " threads=" << pool->size();
-        }
-      }
+      std::vector<int64_t> counts;
+      for (int64_t n_tok = 1; n_tok <= kMaxTok; ++n_tok) counts.push_back(n_tok);
+      ASSERT_NO_FATAL_FAILURE(testing::ExpectMatMulInvariant(w, x, ref, counts, pools));
     }
   }
   }

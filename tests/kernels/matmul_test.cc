@@ -17,14 +17,11 @@
 namespace ember::kernels {
 namespace {
 
+using testing::BitwiseEqual;
 using testing::kAllTypes;
 using testing::MakeWeight;
 using testing::RandomFloats;
 using testing::RoundUpToBlock;
-
-bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // The activations after conversion to the dot type, dequantized (what the kernel really multiplies).
 std::vector<float> DequantizedActs(GgmlType type, const float* x, int64_t n_tok, int64_t n_in) {

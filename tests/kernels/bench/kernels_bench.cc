@@ -7,8 +7,10 @@
 //        kernels_bench --prefill [threads] [n_tok] [rounds] [types...]
 // Prefill: the 0.6 B llama's shapes (1536->1536, 1536->512, 1536->4096, 4096->1536), MatMul with the
 // row kernels only vs with the AVX2 GEMM kernels vs with the VNNI GEMM kernels (where the CPU has
-// them; else the AVX2 ones again), interleaved in one process (the machine may be shared), median of
-// `rounds`; prints ms, GMAC/s and the speed-ups over the row path per shape and for the whole layer.
+// them; else the AVX2 ones again) vs with packed weights and the zmm kernels (kernels/repack.h; where
+// the CPU and type have them, else the previous path again), interleaved in one process (the machine
+// may be shared), median of `rounds`; prints ms, GMAC/s and the speed-ups over the row path per shape
+// and for the whole layer.
 #include <time.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "format/quant.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_weights.h"
 
 using namespace ember;
 using namespace ember::kernels;
@@ -62,7 +65,7 @@ int Prefill(int argc, char** argv) {
               threads == 1 ? "thread CPU time" : "wall time");
   for (const auto& name : names) {
     const GgmlType type = *GgmlTypeFromName(name);
-    double layer_row = 0, layer_gemm = 0, layer_vnni = 0, layer_mac = 0;
+    double layer[4] = {0, 0, 0, 0}, layer_mac = 0;
     for (const Shape& sh : shapes) {
       const size_t rb = RowBytes(type, sh.n_in);
       std::vector<uint8_t> w(rb * sh.n_out);
@@ -74,37 +77,50 @@ int Prefill(int argc, char** argv) {
       std::vector<float> x(sh.n_in * n_tok);
       for (auto& f : x) f = nd(rng);
       const WeightView v{type, w.data(), sh.n_in, sh.n_out, rb};
-      std::vector<float> y(sh.n_out * n_tok), y2(y.size()), y3(y.size());
-      std::vector<double> t_row, t_gemm, t_vnni;
-      for (int r = 0; r <= rounds; ++r) {  // round 0 warms up
-        SetGemmEnabled(false);
-        const double a = TimeIt(threads, [&] { MatMul(v, x.data(), n_tok, y.data(), pool); });
-        SetGemmEnabled(true);
-        SetGemmVnniEnabled(false);
-        const double b = TimeIt(threads, [&] { MatMul(v, x.data(), n_tok, y2.data(), pool); });
-        SetGemmVnniEnabled(true);
-        const double c = TimeIt(threads, [&] { MatMul(v, x.data(), n_tok, y3.data(), pool); });
-        if (r > 0) { t_row.push_back(a); t_gemm.push_back(b); t_vnni.push_back(c); }
-      }
-      if (std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) != 0 ||
-          std::memcmp(y.data(), y3.data(), y.size() * sizeof(float)) != 0) {
-        std::printf("%s %lldx%lld: GEMM and row results differ!\n", name.c_str(), static_cast<long long>(sh.n_in),
-                    static_cast<long long>(sh.n_out));
+      WeightView vp = v;
+      WeightView* pv[] = {&vp};
+      StatusOr<PackedWeights> packed = PackedWeights::Pack(pv, pool);
+      if (!packed.ok()) {
+        std::printf("%s\n", packed.status().ToString().c_str());
         return 1;
       }
-      const double mr = Median(t_row), mg = Median(t_gemm), mv = Median(t_vnni), mac = 1.0 * sh.n_in * sh.n_out * n_tok;
-      layer_row += sh.per_layer * mr;
-      layer_gemm += sh.per_layer * mg;
-      layer_vnni += sh.per_layer * mv;
+      std::vector<float> y[4];
+      std::vector<double> ts[4];
+      for (auto& yy : y) yy.resize(sh.n_out * n_tok);
+      for (int r = 0; r <= rounds; ++r) {  // round 0 warms up
+        for (int path = 0; path < 4; ++path) {
+          SetGemmEnabled(path > 0);
+          SetGemmVnniEnabled(path > 1);
+          const WeightView& view = path == 3 ? vp : v;
+          const double t = TimeIt(threads, [&] { MatMul(view, x.data(), n_tok, y[path].data(), pool); });
+          if (r > 0) ts[path].push_back(t);
+        }
+      }
+      SetGemmEnabled(true);
+      SetGemmVnniEnabled(true);
+      for (int path = 1; path < 4; ++path) {
+        if (std::memcmp(y[0].data(), y[path].data(), y[0].size() * sizeof(float)) != 0) {
+          std::printf("%s %lldx%lld: path %d and row results differ!\n", name.c_str(), static_cast<long long>(sh.n_in),
+                      static_cast<long long>(sh.n_out), path);
+          return 1;
+        }
+      }
+      const double mac = 1.0 * sh.n_in * sh.n_out * n_tok;
+      double m[4];
+      for (int path = 0; path < 4; ++path) {
+        m[path] = Median(ts[path]);
+        layer[path] += sh.per_layer * m[path];
+      }
       layer_mac += sh.per_layer * mac;
-      std::printf("%-5s %4lld->%-4lld row %7.2f ms %6.1f GMAC/s | avx2 gemm %7.2f ms %6.1f GMAC/s x%.2f | vnni gemm %7.2f ms %6.1f GMAC/s x%.2f\n",
-                  name.c_str(), static_cast<long long>(sh.n_in), static_cast<long long>(sh.n_out), mr * 1e3,
-                  mac / mr / 1e9, mg * 1e3, mac / mg / 1e9, mr / mg, mv * 1e3, mac / mv / 1e9, mr / mv);
+      std::printf("%-5s %4lld->%-4lld row %6.1f GMAC/s | avx2 gemm %6.1f x%.2f | vnni gemm %6.1f x%.2f | packed %6.1f x%.2f (%s)\n",
+                  name.c_str(), static_cast<long long>(sh.n_in), static_cast<long long>(sh.n_out), mac / m[0] / 1e9,
+                  mac / m[1] / 1e9, m[0] / m[1], mac / m[2] / 1e9, m[0] / m[2], mac / m[3] / 1e9, m[0] / m[3],
+                  vp.packed != nullptr ? "zmm" : "not packed");
     }
-    std::printf("%-5s layer      row %7.2f ms %6.1f GMAC/s | avx2 gemm %7.2f ms %6.1f GMAC/s x%.2f | vnni gemm %7.2f ms %6.1f GMAC/s x%.2f (vnni/avx2 x%.2f)\n",
-                name.c_str(), layer_row * 1e3, layer_mac / layer_row / 1e9, layer_gemm * 1e3,
-                layer_mac / layer_gemm / 1e9, layer_row / layer_gemm, layer_vnni * 1e3, layer_mac / layer_vnni / 1e9,
-                layer_row / layer_vnni, layer_gemm / layer_vnni);
+    std::printf("%-5s layer      row %6.1f GMAC/s | avx2 gemm %6.1f x%.2f | vnni gemm %6.1f x%.2f | packed %6.1f x%.2f (packed/vnni x%.2f) %.1f ms\n",
+                name.c_str(), layer_mac / layer[0] / 1e9, layer_mac / layer[1] / 1e9, layer[0] / layer[1],
+                layer_mac / layer[2] / 1e9, layer[0] / layer[2], layer_mac / layer[3] / 1e9, layer[0] / layer[3],
+                layer[2] / layer[3], layer[3] * 1e3);
   }
   return 0;
 }

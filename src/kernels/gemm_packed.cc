@@ -1,0 +1,25 @@
+// The native build of the packed GEMM kernels (gemm_packed_q32.inc, gemm_packed_kquants.inc: AVX-512
+// F/BW/VL/VNNI on 512-bit vectors) and their dispatch.
+#include "kernels/gemm_packed.h"
+
+#include <cstring>
+
+#include "kernels/avx512_util.h"
+#include "kernels/cpu_features.h"
+
+#define EMBER_PACKED_TARGET EMBER_AVX512
+namespace ember::kernels::zmm {
+#include "kernels/gemm_packed_util.inc"
+#include "kernels/gemm_packed_q32.inc"
+#include "kernels/gemm_packed_kquants.inc"
+}  // namespace ember::kernels::zmm
+
+namespace ember::kernels {
+
+PackedGemmFn ZmmPackedGemmFn(GgmlType type) {
+  if (!CpuHasAvx512()) return nullptr;
+  if (PackedGemmFn f = zmm::Block32PackedFn(type)) return f;
+  return zmm::KQuantPackedFn(type);
+}
+
+}  // namespace ember::kernels
