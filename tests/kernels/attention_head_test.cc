@@ -250,6 +250,64 @@ TEST(AttentionHeadTest, TiledQueriesEqualSingleQueries) {
   }
 }
 
+// The tile sizes model/attention.cc uses (AttnTileTokens: ~48 queries) across the diagonal blocks,
+// with the AVX-512 kernels on and off: every query equals its single-query result (which the tests
+// above tie to the per-key reference), and the two tiers agree bitwise.
+TEST(AttentionHeadTest, LargeTilesBothTiersBitwise) {
+  uint32_t seed = 7007;
+  for (bool f16 : {true, false}) {
+    for (auto [hd, group] : {std::pair{128, 3}, std::pair{64, 4}, std::pair{128, 1}, std::pair{128, 8}}) {
+      const int64_t tokens = AttnTileTokens(group, 150);
+      ASSERT_GE(tokens * group, 24) << "tiles should hold dozens of queries";
+      for (bool zmm : {true, false}) {
+        SetAttentionAvx512Enabled(zmm);
+        RunTile(f16, hd, hd, 32, group, 0, tokens, seed);
+        RunTile(f16, hd, hd, 32, group, 40, tokens, seed + 1);
+      }
+      SetAttentionAvx512Enabled(true);
+      seed += 13;
+    }
+  }
+}
+
+// The same tile through AttendHeads with the AVX-512 kernels on and off gives the same bits.
+TEST(AttentionHeadTest, Avx512AndAvx2TilesAgreeBitwise) {
+  for (bool f16 : {true, false}) {
+    for (auto [hd, hv] : {std::pair{128, 128}, std::pair{64, 64}, std::pair{256, 256}, std::pair{96, 72},
+                          std::pair{32, 40}, std::pair{80, 80}}) {
+      const int group = 3;
+      const int64_t n_pos = 200, bs = 32, p0 = 150, tokens = 16;
+      SCOPED_TRACE(std::string(f16 ? "F16" : "F32") + " hd=" + std::to_string(hd) + " hv=" + std::to_string(hv));
+      const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, 4242);
+      const HeadCtx ctx{&kv, 0};
+      AttnKvHead head;
+      head.head_dim_k = hd;
+      head.head_dim_v = hv;
+      head.block_size = bs;
+      head.f16 = f16;
+      head.ctx = &ctx;
+      head.block = Block;
+      const int nq = static_cast<int>(tokens) * group;
+      const auto q = RandomFloats(static_cast<size_t>(nq * hd), 99, 1.5f);
+      std::vector<float> outs[2];
+      for (int zmm = 0; zmm < 2; ++zmm) {
+        SetAttentionAvx512Enabled(zmm == 1);
+        std::vector<float> scores(static_cast<size_t>(nq * n_pos));
+        std::vector<uint16_t> half(static_cast<size_t>(nq * hd));
+        outs[zmm].assign(static_cast<size_t>(nq * hv), -1.0f);
+        std::vector<AttnQuery> qs(static_cast<size_t>(nq));
+        for (int i = 0; i < nq; ++i) {
+          const int64_t p = p0 + i / group;
+          qs[i] = {q.data() + i * hd, 0, p + 1, scores.data() + i * n_pos, half.data() + i * hd, outs[zmm].data() + i * hv};
+        }
+        AttendHeads(head, qs.data(), nq, 1.0f / std::sqrt(static_cast<float>(hd)));
+      }
+      SetAttentionAvx512Enabled(true);
+      EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)));
+    }
+  }
+}
+
 // Tiles on shapes that mix the shared and unshared paths: K rows too narrow for the AVX2 score kernel
 // (no shared K widening) but V rows that take it, K/V width mismatches, odd block sizes.
 TEST(AttentionHeadTest, TiledQueriesEqualSingleQueriesOddShapes) {
