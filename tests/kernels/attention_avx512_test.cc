@@ -97,7 +97,9 @@ TEST(AttentionAvx512Test, Scores2ExtremeValuesBitwise) {
     auto k = RandomFloats(static_cast<size_t>(n * hd), 5);
     auto q = RandomFloats(static_cast<size_t>(hd), 6);
     for (size_t i = 0; i < k.size(); ++i) k[i] *= std::ldexp(1.0f, static_cast<int>(i % 61) - 30);
-    for (size_t i = 0; i < q.size(); ++i) q[i] = i % 5 == 0 ? 1e-39f : q[i] * std::ldexp(1.0f, static_cast<int>(i % 17) - 8);
+    for (size_t i = 0; i < q.size(); ++i) {
+      q[i] = i % 5 == 0 ? 1e-39f : q[i] * std::ldexp(1.0f, static_cast<int>(i % 17) - 8);
+    }
     std::vector<float> sa(n), sb(n);
     const std::vector<float> neg = [&] {
       std::vector<float> v(q);
@@ -212,9 +214,9 @@ TEST(AttentionAvx512Test, ExpSumZMatchesScalarOrderBitwise) {
 TEST(AttentionAvx512Test, Exp16EqualsExpFEverywhere) {
   std::vector<float> x;
   for (float v = -100.0f; v <= 100.0f; v += 0.37f) x.push_back(v);
-  for (float v : {0.0f, -0.0f, 88.37f, 88.38f, -87.33f, -87.34f, 1e-30f, -1e-30f, std::numeric_limits<float>::infinity(),
-                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 0.6931472f,
-                  -0.3465736f, 0.3465736f}) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 88.37f, 88.38f, -87.33f, -87.34f, 1e-30f, -1e-30f, inf, -inf,
+                  std::numeric_limits<float>::quiet_NaN(), 0.6931472f, -0.3465736f, 0.3465736f}) {
     x.push_back(v);
   }
   while (x.size() % 16 != 0) x.push_back(0.5f);

@@ -298,7 +298,8 @@ TEST(AttentionHeadTest, Avx512AndAvx2TilesAgreeBitwise) {
         std::vector<AttnQuery> qs(static_cast<size_t>(nq));
         for (int i = 0; i < nq; ++i) {
           const int64_t p = p0 + i / group;
-          qs[i] = {q.data() + i * hd, 0, p + 1, scores.data() + i * n_pos, half.data() + i * hd, outs[zmm].data() + i * hv};
+          qs[i] = {q.data() + i * hd, 0, p + 1, scores.data() + i * n_pos, half.data() + i * hd,
+                   outs[zmm].data() + i * hv};
         }
         AttendHeads(head, qs.data(), nq, 1.0f / std::sqrt(static_cast<float>(hd)));
       }
