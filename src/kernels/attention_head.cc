@@ -285,10 +285,16 @@ class HeadTile {
   void ScoresBlock(int64_t b);
   void ValuesBlock(int64_t b);
   void ValuesBlockAvx2(int64_t b, bool wide, const uint8_t* vh);
-  // How many queries see block b, and the rows [u0, u1) any of them sees.
-  int BlockUsers(int64_t b, int64_t* u0, int64_t* u1) const;
-  // Widens rows [u0, u1) of block data h into kvf_ when two or more queries see the block.
-  bool Widen(const uint8_t* h, int dim, bool enabled, int users, int64_t u0, int64_t u1);
+  // Block b's K (v = false) or V data as the kernels read it: the stored bytes, and f32 rows (the
+  // block widened into kvf_ when it is F16 and two or more queries see it; the stored rows of an F32
+  // cache; null for an F16 block read as stored). users: how many queries see the block.
+  struct Block {
+    const uint8_t* data;
+    const float* rows;
+    bool wide;
+    int users;
+  };
+  Block Load(bool v, int64_t b);
   // Software prefetch of block b (K or V) spread over `steps` calls of PrefetchStep and the rest at
   // PrefetchRest: blocks are separate allocations, so the hardware prefetcher loses the stream at
   // each boundary, and a whole block requested at once fills the line-fill buffers and stalls.
@@ -324,7 +330,8 @@ HeadTile::HeadTile(const AttnKvHead& kv, const AttnQuery* qs, int nq, float scal
   thread_local std::vector<float> qf, kvf;  // reused across calls; an AttendHeads call runs on one thread
   if (widen_k_ || widen_v_) {
     kvf.resize(static_cast<size_t>(bs_) * static_cast<size_t>(std::max(hd_, hv_)) + 16);
-    kvf_ = kvf.data() + (-reinterpret_cast<uintptr_t>(kvf.data()) / sizeof(float) & 15);
+    const uintptr_t misaligned = reinterpret_cast<uintptr_t>(kvf.data()) % 64;  // rows start on lines
+    kvf_ = kvf.data() + (64 - misaligned) % 64 / sizeof(float);
   }
   if (kv.f16) {
     qf.resize(static_cast<size_t>(nq) * static_cast<size_t>(hd_));
@@ -375,31 +382,32 @@ void HeadTile::PrefetchRest() {
   PrefetchStep();
 }
 
-int HeadTile::BlockUsers(int64_t b, int64_t* u0, int64_t* u1) const {
-  *u0 = bs_, *u1 = 0;
-  int users = 0;
+HeadTile::Block HeadTile::Load(bool v, int64_t b) {
+  Block blk{kv_.block(kv_.ctx, v, b), nullptr, false, 0};  // [bs][hd] keys or [bs][hv] values
+  int64_t u0 = bs_, u1 = 0;  // the rows any query sees
   for (int i = 0; i < nq_; ++i) {
     int64_t j0, j1;
     if (!BlockRows(qs_[i], b, bs_, &j0, &j1)) continue;
-    *u0 = std::min(*u0, j0);
-    *u1 = std::max(*u1, j1);
-    ++users;
+    u0 = std::min(u0, j0);
+    u1 = std::max(u1, j1);
+    ++blk.users;
   }
-  return users;
-}
-
-bool HeadTile::Widen(const uint8_t* h, int dim, bool enabled, int users, int64_t u0, int64_t u1) {
-  if (!enabled || users < 2) return false;
-  WidenF16(reinterpret_cast<const uint16_t*>(h) + u0 * dim, kvf_ + u0 * dim, (u1 - u0) * dim);
-  return true;
+  const int dim = v ? hv_ : hd_;
+  if (kv_.f16 && (v ? widen_v_ : widen_k_) && blk.users >= 2) {
+    WidenF16(reinterpret_cast<const uint16_t*>(blk.data) + u0 * dim, kvf_ + u0 * dim, (u1 - u0) * dim);
+    blk.wide = true;
+    blk.rows = kvf_;
+  } else if (!kv_.f16) {
+    blk.rows = reinterpret_cast<const float*>(blk.data);
+  }
+  return blk;
 }
 
 void HeadTile::ScoresBlock(int64_t b) {
-  const uint8_t* kh = kv_.block(kv_.ctx, false, b);  // [bs][hd]
-  int64_t u0, u1;
-  const int users = BlockUsers(b, &u0, &u1);
-  const bool wide = Widen(kh, hd_, widen_k_, users, u0, u1);
-  const float* rows = wide ? kvf_ : kv_.f16 ? nullptr : reinterpret_cast<const float*>(kh);  // f32 rows
+  const Block blk = Load(false, b);
+  const uint8_t* kh = blk.data;
+  const float* rows = blk.rows;
+  const int users = blk.users;
   const bool pairs = zmm_ && rows != nullptr && hd_ % 32 == 0 && hd_ <= 32 * kAttnMaxHead32;
   // The next K block, or after the last one the first V block.
   PrefetchStart(b + 1 == b_end_, b + 1 == b_end_ ? b_lo_ : b + 1, pairs ? (users + 1) / 2 : users);
@@ -434,14 +442,12 @@ void HeadTile::ScoresBlock(int64_t b) {
 }
 
 void HeadTile::ValuesBlock(int64_t b) {
-  const uint8_t* vh = kv_.block(kv_.ctx, true, b);  // [bs][hv]
-  int64_t u0, u1;
-  const int users = BlockUsers(b, &u0, &u1);
-  const bool wide = Widen(vh, hv_, widen_v_, users, u0, u1);
-  const float* rows = wide ? kvf_ : kv_.f16 ? nullptr : reinterpret_cast<const float*>(vh);  // f32 rows
+  const Block blk = Load(true, b);
+  const float* rows = blk.rows;
+  const int users = blk.users;
   if (!zmm_ || rows == nullptr || hv_ % 8 != 0) {
     PrefetchStart(true, b + 1, avx2_ ? (users + 1) / 2 : users);
-    ValuesBlockAvx2(b, wide, vh);
+    ValuesBlockAvx2(b, blk.wide, blk.data);
     return PrefetchRest();
   }
   PrefetchStart(true, b + 1, (users + kAttnMaxGroup - 1) / kAttnMaxGroup);

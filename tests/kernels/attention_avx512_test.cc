@@ -180,14 +180,7 @@ void CheckExpSum(const Build& b, int n, bool specials) {
   float max = specials ? 1.0f : -std::numeric_limits<float>::infinity();
   for (int i = 0; i < n && !specials; ++i) max = x[i] > max ? x[i] : max;
   std::vector<float> want(x);
-  double sum = 0;
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    float* v = want.data() + i;
-    for (int l = 0; l < 8; ++l) v[l] = ExpF(v[l] - max);
-    sum += static_cast<double>(((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])));
-  }
-  for (; i < n; ++i) sum += static_cast<double>(want[i] = ExpF(want[i] - max));
+  const double sum = testing::ExpSumReference(want.data(), n, max);
   std::vector<float> got(x);
   const double s = b.exp_sum(got.data(), max, n);
   if (!specials) {

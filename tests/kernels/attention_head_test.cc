@@ -73,6 +73,18 @@ TestKv MakeKv(bool f16, int hd, int hv, int64_t bs, int n_kv_head, int64_t n_pos
   return kv;
 }
 
+// The AttnKvHead of one test kv head.
+AttnKvHead MakeHead(const TestKv& kv, const HeadCtx* ctx) {
+  AttnKvHead head;
+  head.head_dim_k = kv.hd;
+  head.head_dim_v = kv.hv;
+  head.block_size = kv.bs;
+  head.f16 = kv.f16;
+  head.ctx = ctx;
+  head.block = Block;
+  return head;
+}
+
 // The pre-fusion attention: per key DotF16F16(k, q16) / DotF32, Softmax, RoundToF16(p), then per key
 // AxpyF16(Fp16ToF32(p16[j]), v) / AxpyF32(p[j], v).
 void ReferenceHead(const AttnKvHead& kv, const float* q, int64_t k0, int64_t n_keys, float scale, float* out) {
@@ -133,13 +145,7 @@ void RunCase(const Case& c, int64_t n_pos, uint32_t seed) {
     const int64_t k0 = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : 0;
     for (int h = 0; h < c.n_head; ++h) {
       const HeadCtx ctx{&kv, h / group};
-      AttnKvHead head;
-      head.head_dim_k = c.hd;
-      head.head_dim_v = c.hv;
-      head.block_size = c.bs;
-      head.f16 = c.f16;
-      head.ctx = &ctx;
-      head.block = Block;
+      const AttnKvHead head = MakeHead(kv, &ctx);
       const float* qh = q.data() + h * c.hd;
       std::fill(out.begin(), out.end(), 12345.0f);  // AttendHead must overwrite, not accumulate
       AttendHead(head, qh, k0, p + 1, scale, scores.data(), half.data(), out.data());
@@ -198,13 +204,7 @@ void RunTile(bool f16, int hd, int hv, int64_t bs, int group, int64_t window, in
   const int64_t n_pos = 150;
   const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, seed);
   const HeadCtx ctx{&kv, 0};
-  AttnKvHead head;
-  head.head_dim_k = hd;
-  head.head_dim_v = hv;
-  head.block_size = bs;
-  head.f16 = f16;
-  head.ctx = &ctx;
-  head.block = Block;
+  const AttnKvHead head = MakeHead(kv, &ctx);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // Tiles starting at a block's first row, mid-block, straddling block boundaries, and at the end.
   for (int64_t p0 : {int64_t{0}, int64_t{13}, bs - 2, 2 * bs - 1, int64_t{60}, n_pos - tokens}) {
@@ -280,13 +280,7 @@ TEST(AttentionHeadTest, Avx512AndAvx2TilesAgreeBitwise) {
       SCOPED_TRACE(std::string(f16 ? "F16" : "F32") + " hd=" + std::to_string(hd) + " hv=" + std::to_string(hv));
       const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, 4242);
       const HeadCtx ctx{&kv, 0};
-      AttnKvHead head;
-      head.head_dim_k = hd;
-      head.head_dim_v = hv;
-      head.block_size = bs;
-      head.f16 = f16;
-      head.ctx = &ctx;
-      head.block = Block;
+      const AttnKvHead head = MakeHead(kv, &ctx);
       const int nq = static_cast<int>(tokens) * group;
       const auto q = RandomFloats(static_cast<size_t>(nq * hd), 99, 1.5f);
       std::vector<float> outs[2];

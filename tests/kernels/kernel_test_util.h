@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "format/quant.h"
+#include "kernels/fast_exp.h"
 #include "kernels/matmul.h"
 
 namespace ember::kernels::testing {
@@ -39,6 +40,20 @@ inline TestWeight MakeWeight(GgmlType type, int64_t n_in, int64_t n_out, uint32_
   }
   w.view = WeightView{type, w.bytes.data(), n_in, n_out, rb};
   return w;
+}
+
+// softmax.cc's documented order written out: v[i] = ExpF(v[i] - max) in place, and the sum of each
+// group of 8 by the Hsum8 tree in f32 added to a double in group order, then the tail one by one.
+inline double ExpSumReference(float* v, int n, float max) {
+  double sum = 0;
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float* g = v + i;
+    for (int l = 0; l < 8; ++l) g[l] = ExpF(g[l] - max);
+    sum += static_cast<double>(((g[0] + g[4]) + (g[2] + g[6])) + ((g[1] + g[5]) + (g[3] + g[7])));
+  }
+  for (; i < n; ++i) sum += static_cast<double>(v[i] = ExpF(v[i] - max));
+  return sum;
 }
 
 // Smallest n_in multiple of the type's block that is >= n.

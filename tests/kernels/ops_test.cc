@@ -257,14 +257,7 @@ TEST(OpsTest, SoftmaxSumsInGgmlOrder) {
     std::vector<float> want(x);
     float mx = -INFINITY;
     for (float v : want) mx = v > mx ? v : mx;
-    double sum = 0;
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-      float* v = want.data() + i;
-      for (int l = 0; l < 8; ++l) v[l] = ExpF(v[l] - mx);
-      sum += static_cast<double>(((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])));
-    }
-    for (; i < n; ++i) sum += static_cast<double>(want[i] = ExpF(want[i] - mx));
+    const double sum = testing::ExpSumReference(want.data(), n, mx);
     const float inv = static_cast<float>(1.0 / sum);
     for (float& v : want) v *= inv;
     std::vector<float> w16(x);
