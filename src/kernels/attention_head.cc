@@ -513,7 +513,7 @@ void HeadTile::ValuesBlockAvx2(int64_t b, bool wide, const uint8_t* vh) {
 
 int64_t AttnTileTokens(int64_t group, int64_t keys) {
   constexpr int64_t kTileQueries = 48;
-  constexpr int64_t kTileScoreFloats = int64_t{1} << 20;
+  constexpr int64_t kTileScoreFloats = int64_t{1} << 19;  // 2 MiB of scores per thread
   return std::max<int64_t>(1, std::min(kTileQueries / group, kTileScoreFloats / (group * std::max<int64_t>(1, keys))));
 }
 

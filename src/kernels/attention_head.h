@@ -70,8 +70,8 @@ void SetAttentionAvx512Enabled(bool enabled);
 
 // Tokens per AttendHeads tile for GQA groups of `group` query heads whose queries see up to `keys`
 // keys: ~48 queries per pass over a kv head's blocks (each block then read from memory, and an F16
-// one widened, once per 48 queries; 16-48 measured ~1.4x faster than 15 at 8k keys), fewer at long
-// contexts so that a tile's scores stay within ~4 MiB. At least 1.
+// one widened, once per 48 queries; 33-48 measured ~1.4x faster than 15 at 8k keys), fewer at long
+// contexts so that a tile's scores stay within ~2 MiB (the caller's scratch, per thread). At least 1.
 int64_t AttnTileTokens(int64_t group, int64_t keys);
 
 }  // namespace ember::kernels
