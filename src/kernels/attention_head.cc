@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/attention_avx512.h"
 #include "kernels/avx2_util.h"
+#include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/ops_internal.h"
 #include "util/half.h"
@@ -244,144 +246,280 @@ bool BlockRows(const AttnQuery& qu, int64_t b, int64_t bs, int64_t* j0, int64_t*
   return true;
 }
 
-}  // namespace
+// Up to kAttnMaxGroup queries that see one block from the same first row j0, each to its own j1.
+struct RowRun {
+  int n = 0;
+  int q[kAttnMaxGroup];
+  int64_t j0 = 0;
+  int64_t j1[kAttnMaxGroup];
+  int64_t Common() const { return *std::min_element(j1, j1 + n); }  // rows all of them see
+};
 
-void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, float scale) {
-  if (n_queries <= 0) return;
-  const int hd = kv.head_dim_k, hv = kv.head_dim_v;
-  const int64_t bs = kv.block_size;
-  const bool f16 = kv.f16;
-  const bool avx2 = CpuHasAvx2();
+// fn(run) for the queries that see block b, in order, as runs of up to max_len consecutive ones with
+// the same first row (in a prefill tile: the whole tile on a block before the diagonal).
+template <class Fn>
+void ForEachRun(const AttnQuery* qs, int nq, int64_t b, int64_t bs, int max_len, Fn&& fn) {
+  RowRun run;
+  for (int i = 0; i < nq; ++i) {
+    int64_t j0, j1;
+    if (!BlockRows(qs[i], b, bs, &j0, &j1)) continue;
+    if (run.n > 0 && (run.j0 != j0 || run.n == max_len)) {
+      fn(run);
+      run.n = 0;
+    }
+    run.j0 = j0;
+    run.q[run.n] = i;
+    run.j1[run.n++] = j1;
+  }
+  if (run.n > 0) fn(run);
+}
+
+// One AttendHeads call: per KV block the scores of every query that sees it, then each query's
+// softmax, then per block Σ p·v. Per query these are exactly AttendHead's operations in its order.
+class HeadTile {
+ public:
+  HeadTile(const AttnKvHead& kv, const AttnQuery* qs, int nq, float scale);
+  void Compute();
+
+ private:
+  void ScoresBlock(int64_t b);
+  void ValuesBlock(int64_t b);
+  void ValuesBlockAvx2(int64_t b, bool wide, const uint8_t* vh);
+  // Block b's K (v = false) or V data as the kernels read it: the stored bytes, and f32 rows (the
+  // block widened into kvf_ when it is F16 and two or more queries see it; the stored rows of an F32
+  // cache; null for an F16 block read as stored). users: how many queries see the block.
+  struct Block {
+    const uint8_t* data;
+    const float* rows;
+    bool wide;
+    int users;
+  };
+  Block Load(bool v, int64_t b);
+  // Software prefetch of block b (K or V) spread over `steps` calls of PrefetchStep and the rest at
+  // PrefetchRest: blocks are separate allocations, so the hardware prefetcher loses the stream at
+  // each boundary, and a whole block requested at once fills the line-fill buffers and stalls.
+  void PrefetchStart(bool v, int64_t b, int steps);
+  void PrefetchStep();
+  void PrefetchRest();
+  const float* Query(int i) const {  // the f32 query the kernels read (f16-rounded for an F16 cache)
+    return kv_.f16 ? qf_ + static_cast<size_t>(i) * hd_ : qs_[i].q;
+  }
+  float* Scores(int i, int64_t b, int64_t j) const { return qs_[i].scores + (b * bs_ - qs_[i].k0) + j; }
+
+  const AttnKvHead& kv_;
+  const AttnQuery* qs_;
+  const int nq_, hd_, hv_;
+  const int64_t bs_;
+  const float scale_;
+  const bool avx2_, zmm_;
   // The AVX2 kernels read an F16 row as f32(k) exactly, so widening a block once into f32 and running
   // the F32 kernel on it is the same arithmetic; with two or more queries on a block that pays the
   // conversion once per tile instead of once per query (and per GQA head).
-  const bool widen_k = f16 && avx2 && hd % 32 == 0;
-  const bool widen_v = f16 && avx2 && hv % 8 == 0;
-  // q rounded to fp16 and widened once per query, not per key (one hd-row per query).
-  thread_local std::vector<float> qf_all, kvf;
-  if (f16) {
-    qf_all.resize(static_cast<size_t>(n_queries) * static_cast<size_t>(hd));
-    for (int i = 0; i < n_queries; ++i) {
-      AttnPrepareQueryF16(queries[i].q, hd, queries[i].half, qf_all.data() + static_cast<size_t>(i) * hd);
+  const bool widen_k_, widen_v_;
+  float* qf_ = nullptr;   // [nq][hd]: q rounded to fp16 and widened once per query, not per key
+  float* kvf_ = nullptr;  // one widened block, 64-byte aligned
+  int64_t b_lo_ = INT64_MAX, b_end_ = 0;
+  const uint8_t* pf_ = nullptr;  // next line to prefetch
+  size_t pf_left_ = 0, pf_step_ = 0;  // bytes
+};
+
+HeadTile::HeadTile(const AttnKvHead& kv, const AttnQuery* qs, int nq, float scale)
+    : kv_(kv), qs_(qs), nq_(nq), hd_(kv.head_dim_k), hv_(kv.head_dim_v), bs_(kv.block_size), scale_(scale),
+      avx2_(CpuHasAvx2()), zmm_(AttnAvx512Active()),
+      widen_k_(kv.f16 && avx2_ && hd_ % 32 == 0), widen_v_(kv.f16 && avx2_ && hv_ % 8 == 0) {
+  thread_local std::vector<float> qf, kvf;  // reused across calls; an AttendHeads call runs on one thread
+  if (widen_k_ || widen_v_) {
+    kvf.resize(static_cast<size_t>(bs_) * static_cast<size_t>(std::max(hd_, hv_)) + 16);
+    const uintptr_t misaligned = reinterpret_cast<uintptr_t>(kvf.data()) % 64;  // rows start on lines
+    kvf_ = kvf.data() + (64 - misaligned) % 64 / sizeof(float);
+  }
+  if (kv.f16) {
+    qf.resize(static_cast<size_t>(nq) * static_cast<size_t>(hd_));
+    qf_ = qf.data();
+    for (int i = 0; i < nq; ++i) AttnPrepareQueryF16(qs[i].q, hd_, qs[i].half, qf_ + static_cast<size_t>(i) * hd_);
+  }
+  for (int i = 0; i < nq; ++i) {  // the blocks any query touches
+    if (qs[i].n_keys <= qs[i].k0) continue;
+    b_lo_ = std::min(b_lo_, qs[i].k0 / bs_);
+    b_end_ = std::max(b_end_, (qs[i].n_keys + bs_ - 1) / bs_);
+  }
+}
+
+void HeadTile::Compute() {
+  for (int64_t b = b_lo_; b < b_end_; ++b) ScoresBlock(b);  // scores = (k_j · q) * scale
+  for (int i = 0; i < nq_; ++i) {
+    const AttnQuery& qu = qs_[i];
+    const int n = static_cast<int>(std::max<int64_t>(0, qu.n_keys - qu.k0));
+    // With an F16 cache p = f32(fp16(p)): the weight AxpyF16 was given, Fp16ToF32(p16[j]).
+    if (kv_.f16) {
+      SoftmaxToF16Weights(qu.scores, n);
+    } else {
+      Softmax(qu.scores, n);
+    }
+    std::fill(qu.out, qu.out + hv_, 0.0f);
+  }
+  for (int64_t b = b_lo_; b < b_end_; ++b) ValuesBlock(b);  // out = Σ_j p_j v_j
+}
+
+void HeadTile::PrefetchStart(bool v, int64_t b, int steps) {
+  pf_left_ = 0;
+  if (b >= b_end_) return;
+  pf_ = kv_.block(kv_.ctx, v, b);
+  pf_left_ = static_cast<size_t>(bs_) * static_cast<size_t>(v ? hv_ : hd_) * (kv_.f16 ? 2 : 4);
+  pf_step_ = (pf_left_ / 64 + steps) / (steps + 1) * 64;
+  PrefetchStep();
+}
+
+void HeadTile::PrefetchStep() {
+  const size_t n = std::min(pf_left_, pf_step_);
+  for (size_t off = 0; off < n; off += 64) __builtin_prefetch(pf_ + off);
+  pf_ += n;
+  pf_left_ -= n;
+}
+
+void HeadTile::PrefetchRest() {
+  pf_step_ = pf_left_;
+  PrefetchStep();
+}
+
+HeadTile::Block HeadTile::Load(bool v, int64_t b) {
+  Block blk{kv_.block(kv_.ctx, v, b), nullptr, false, 0};  // [bs][hd] keys or [bs][hv] values
+  int64_t u0 = bs_, u1 = 0;  // the rows any query sees
+  for (int i = 0; i < nq_; ++i) {
+    int64_t j0, j1;
+    if (!BlockRows(qs_[i], b, bs_, &j0, &j1)) continue;
+    u0 = std::min(u0, j0);
+    u1 = std::max(u1, j1);
+    ++blk.users;
+  }
+  const int dim = v ? hv_ : hd_;
+  if (kv_.f16 && (v ? widen_v_ : widen_k_) && blk.users >= 2) {
+    WidenF16(reinterpret_cast<const uint16_t*>(blk.data) + u0 * dim, kvf_ + u0 * dim, (u1 - u0) * dim);
+    blk.wide = true;
+    blk.rows = kvf_;
+  } else if (!kv_.f16) {
+    blk.rows = reinterpret_cast<const float*>(blk.data);
+  }
+  return blk;
+}
+
+void HeadTile::ScoresBlock(int64_t b) {
+  const Block blk = Load(false, b);
+  const uint8_t* kh = blk.data;
+  const float* rows = blk.rows;
+  const int users = blk.users;
+  const bool pairs = zmm_ && rows != nullptr && hd_ % 32 == 0 && hd_ <= 32 * kAttnMaxHead32;
+  // The next K block, or after the last one the first V block.
+  PrefetchStart(b + 1 == b_end_, b + 1 == b_end_ ? b_lo_ : b + 1, pairs ? (users + 1) / 2 : users);
+  if (pairs) {
+    // Two queries per zmm over their common rows; the rows past them one query at a time.
+    ForEachRun(qs_, nq_, b, bs_, 2, [&](const RowRun& r) {
+      PrefetchStep();
+      const int64_t common = r.n == 2 ? r.Common() : r.j0;
+      if (common > r.j0) {
+        avx512_attn::Scores2(rows + r.j0 * hd_, hd_, common - r.j0, Query(r.q[0]), Query(r.q[1]), scale_,
+                             Scores(r.q[0], b, r.j0), Scores(r.q[1], b, r.j0));
+      }
+      for (int m = 0; m < r.n; ++m) {
+        if (r.j1[m] <= common) continue;
+        AttnScoresF32(rows + common * hd_, Query(r.q[m]), hd_, r.j1[m] - common, scale_, Scores(r.q[m], b, common));
+      }
+    });
+  } else {
+    for (int i = 0; i < nq_; ++i) {
+      int64_t j0, j1;
+      if (!BlockRows(qs_[i], b, bs_, &j0, &j1)) continue;
+      PrefetchStep();
+      if (rows != nullptr) {
+        AttnScoresF32(rows + j0 * hd_, Query(i), hd_, j1 - j0, scale_, Scores(i, b, j0));
+      } else {
+        AttnScoresF16(reinterpret_cast<const uint16_t*>(kh) + j0 * hd_, qs_[i].half, Query(i), hd_, j1 - j0, scale_,
+                      Scores(i, b, j0));
+      }
     }
   }
-  if (widen_k || widen_v) kvf.resize(static_cast<size_t>(bs) * static_cast<size_t>(std::max(hd, hv)));
-  // The blocks any query touches, and whether all queries sit at one position (a decode step).
-  int64_t b_lo = INT64_MAX, b_end = 0;
-  bool one_position = true;
-  for (int i = 0; i < n_queries; ++i) {
-    one_position = one_position && queries[i].n_keys == queries[0].n_keys;
-    if (queries[i].n_keys <= queries[i].k0) continue;
-    b_lo = std::min(b_lo, queries[i].k0 / bs);
-    b_end = std::max(b_end, (queries[i].n_keys + bs - 1) / bs);
+  PrefetchRest();
+}
+
+void HeadTile::ValuesBlock(int64_t b) {
+  const Block blk = Load(true, b);
+  const float* rows = blk.rows;
+  const int users = blk.users;
+  if (!zmm_ || rows == nullptr || hv_ % 8 != 0) {
+    PrefetchStart(true, b + 1, avx2_ ? (users + 1) / 2 : users);
+    ValuesBlockAvx2(b, blk.wide, blk.data);
+    return PrefetchRest();
   }
-  // Blocks are separate allocations, so the hardware prefetcher loses the stream at each boundary; in
-  // a decode step the KV comes from DRAM, so the next block is requested while this one is used. A
-  // prefill tile finds its blocks in cache and skips this.
-  const size_t elem = f16 ? 2 : 4;
-  auto prefetch_block = [&](bool v, int64_t b) {
-    if (!one_position || b >= b_end) return;
-    const uint8_t* p = kv.block(kv.ctx, v, b);
-    const size_t bytes = static_cast<size_t>(bs) * static_cast<size_t>(v ? hv : hd) * elem;
-    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+  PrefetchStart(true, b + 1, (users + kAttnMaxGroup - 1) / kAttnMaxGroup);
+  // Up to kAttnMaxGroup queries share each loaded v vector over their common rows; then each one's
+  // own rest. Every query still takes its rows in ascending order, one FMA per row and column.
+  ForEachRun(qs_, nq_, b, bs_, kAttnMaxGroup, [&](const RowRun& r) {
+    PrefetchStep();
+    const int64_t common = r.Common();
+    const float* p[kAttnMaxGroup];
+    float* out[kAttnMaxGroup];
+    for (int m = 0; m < r.n; ++m) {
+      p[m] = Scores(r.q[m], b, r.j0);
+      out[m] = qs_[r.q[m]].out;
+    }
+    avx512_attn::AccumN(p, out, r.n, rows + r.j0 * hv_, hv_, common - r.j0);
+    for (int m = 0; m < r.n; ++m) {
+      if (r.j1[m] <= common) continue;
+      const float* pm = Scores(r.q[m], b, common);
+      avx512_attn::AccumN(&pm, &out[m], 1, rows + common * hv_, hv_, r.j1[m] - common);
+    }
+  });
+  PrefetchRest();
+}
+
+// The AVX2 / scalar path: V accumulated two queries at a time where both start at the same row.
+void HeadTile::ValuesBlockAvx2(int64_t b, bool wide, const uint8_t* vh) {
+  const bool f16 = kv_.f16;
+  // Rows [j0, j1) of this block for query i, accumulated from the widened or the stored rows.
+  auto rows = [&](int i, int64_t j0, int64_t j1) {
+    const float* p = Scores(i, b, j0);
+    if (wide) {
+      AttnAccumF32(p, kvf_ + j0 * hv_, hv_, j1 - j0, qs_[i].out);
+    } else if (f16) {
+      AttnAccumF16(p, reinterpret_cast<const uint16_t*>(vh) + j0 * hv_, hv_, j1 - j0, qs_[i].out);
+    } else {
+      AttnAccumF32(p, reinterpret_cast<const float*>(vh) + j0 * hv_, hv_, j1 - j0, qs_[i].out);
+    }
   };
-  // Rows [u0, u1) of block b that some query sees, and how many queries see any; widens them into
-  // kvf when that is shared (returns whether it did).
-  auto widen_block = [&](const uint8_t* h, int dim, bool enabled, int64_t b) {
-    if (!enabled) return false;
-    int64_t u0 = bs, u1 = 0;
-    int users = 0;
-    for (int i = 0; i < n_queries; ++i) {
-      int64_t j0, j1;
-      if (!BlockRows(queries[i], b, bs, &j0, &j1)) continue;
-      u0 = std::min(u0, j0);
-      u1 = std::max(u1, j1);
-      ++users;
-    }
-    if (users < 2) return false;
-    WidenF16(reinterpret_cast<const uint16_t*>(h) + u0 * dim, kvf.data() + u0 * dim, (u1 - u0) * dim);
-    return true;
-  };
-  for (int64_t b = b_lo; b < b_end; ++b) {  // scores = (k_j · q) * scale
-    const uint8_t* kh = kv.block(kv.ctx, false, b);  // [bs][hd]
-    prefetch_block(false, b + 1);
-    const bool wide = widen_block(kh, hd, widen_k, b);
-    for (int i = 0; i < n_queries; ++i) {
-      const AttnQuery& qu = queries[i];
-      int64_t j0, j1;
-      if (!BlockRows(qu, b, bs, &j0, &j1)) continue;
-      float* sc = qu.scores + (b * bs - qu.k0) + j0;  // scores[i] belongs to key k0 + i
-      const float* qf = qf_all.data() + static_cast<size_t>(i) * hd;
+  const int max_len = avx2_ && hv_ % 8 == 0 ? 2 : 1;
+  ForEachRun(qs_, nq_, b, bs_, max_len, [&](const RowRun& r) {
+    PrefetchStep();
+    const int64_t common = r.n == 2 ? r.Common() : r.j0;
+    if (common > r.j0) {
+      // Two queries from row j0: their common rows together, then each one's own rest.
+      const int64_t j0 = r.j0, n = common - j0;
+      const AttnQuery &qa = qs_[r.q[0]], &qb = qs_[r.q[1]];
+      const float *pa = Scores(r.q[0], b, j0), *pb = Scores(r.q[1], b, j0);
       if (wide) {
-        AttnScoresF32(kvf.data() + j0 * hd, qf, hd, j1 - j0, scale, sc);
+        Accum2F32Avx2(pa, pb, kvf_ + j0 * hv_, hv_, n, qa.out, qb.out);
       } else if (f16) {
-        AttnScoresF16(reinterpret_cast<const uint16_t*>(kh) + j0 * hd, qu.half, qf, hd, j1 - j0, scale, sc);
+        Accum2F16Avx2(pa, pb, reinterpret_cast<const uint16_t*>(vh) + j0 * hv_, hv_, n, qa.out, qb.out);
       } else {
-        AttnScoresF32(reinterpret_cast<const float*>(kh) + j0 * hd, qu.q, hd, j1 - j0, scale, sc);
+        Accum2F32Avx2(pa, pb, reinterpret_cast<const float*>(vh) + j0 * hv_, hv_, n, qa.out, qb.out);
       }
     }
-  }
-  for (int i = 0; i < n_queries; ++i) {
-    const AttnQuery& qu = queries[i];
-    const int64_t n = std::max<int64_t>(0, qu.n_keys - qu.k0);
-    Softmax(qu.scores, static_cast<int>(n));
-    if (f16) {  // p = f32(fp16(p)) in place: the weight AxpyF16 was given, Fp16ToF32(p16[j])
-      uint16_t* p16 = qu.half + hd;
-      RoundToF16(qu.scores, p16, static_cast<int>(n));
-      WidenF16(p16, qu.scores, n);
+    for (int m = 0; m < r.n; ++m) {
+      if (r.j1[m] > common) rows(r.q[m], common, r.j1[m]);
     }
-    std::fill(qu.out, qu.out + hv, 0.0f);
-  }
-  const bool pairs = avx2 && hv % 8 == 0;
-  for (int64_t b = b_lo; b < b_end; ++b) {  // out = Σ_j p_j v_j
-    const uint8_t* vh = kv.block(kv.ctx, true, b);  // [bs][hv]
-    prefetch_block(true, b + 1);
-    const bool wide = widen_block(vh, hv, widen_v, b);
-    // Rows [j0, j1) of this block for query qu, accumulated from the widened or the stored rows.
-    auto rows = [&](const AttnQuery& qu, int64_t j0, int64_t j1) {
-      const float* p = qu.scores + (b * bs - qu.k0) + j0;
-      if (wide) {
-        AttnAccumF32(p, kvf.data() + j0 * hv, hv, j1 - j0, qu.out);
-      } else if (f16) {
-        AttnAccumF16(p, reinterpret_cast<const uint16_t*>(vh) + j0 * hv, hv, j1 - j0, qu.out);
-      } else {
-        AttnAccumF32(p, reinterpret_cast<const float*>(vh) + j0 * hv, hv, j1 - j0, qu.out);
-      }
-    };
-    int pending = -1;  // a query waiting for a partner with the same first row
-    int64_t pj0 = 0, pj1 = 0;
-    for (int i = 0; i < n_queries; ++i) {
-      const AttnQuery& qu = queries[i];
-      int64_t j0, j1;
-      if (!BlockRows(qu, b, bs, &j0, &j1)) continue;
-      if (!pairs) {
-        rows(qu, j0, j1);
-        continue;
-      }
-      if (pending < 0 || pj0 != j0) {
-        if (pending >= 0) rows(queries[pending], pj0, pj1);
-        pending = i, pj0 = j0, pj1 = j1;
-        continue;
-      }
-      // Two queries from row j0: their common rows together, then each one's own rest — every
-      // query still takes its rows in ascending order, one FMA per row and column.
-      const AttnQuery& qa = queries[pending];
-      const int64_t common = std::min(pj1, j1);
-      const float* pa = qa.scores + (b * bs - qa.k0) + j0;
-      const float* pb = qu.scores + (b * bs - qu.k0) + j0;
-      if (wide) {
-        Accum2F32Avx2(pa, pb, kvf.data() + j0 * hv, hv, common - j0, qa.out, qu.out);
-      } else if (f16) {
-        Accum2F16Avx2(pa, pb, reinterpret_cast<const uint16_t*>(vh) + j0 * hv, hv, common - j0, qa.out, qu.out);
-      } else {
-        Accum2F32Avx2(pa, pb, reinterpret_cast<const float*>(vh) + j0 * hv, hv, common - j0, qa.out, qu.out);
-      }
-      if (pj1 > common) rows(qa, common, pj1);
-      if (j1 > common) rows(qu, common, j1);
-      pending = -1;
-    }
-    if (pending >= 0) rows(queries[pending], pj0, pj1);
-  }
+  });
+}
+
+}  // namespace
+
+int64_t AttnTileTokens(int64_t group, int64_t keys) {
+  constexpr int64_t kTileQueries = 48;
+  constexpr int64_t kTileScoreFloats = int64_t{1} << 19;  // 2 MiB of scores per thread
+  return std::max<int64_t>(1, std::min(kTileQueries / group, kTileScoreFloats / (group * std::max<int64_t>(1, keys))));
+}
+
+void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, float scale) {
+  if (n_queries <= 0) return;
+  HeadTile(kv, queries, n_queries, scale).Compute();
 }
 
 }  // namespace ember::kernels

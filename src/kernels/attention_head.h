@@ -40,12 +40,12 @@ struct AttnKvHead {
 // scores = (k_j · q) * scale, Softmax, out [head_dim_v] = Σ_j p_j v_j — with an F16 cache q and p
 // rounded to fp16 first (ops.h). Bitwise the same as doing it key by key with RoundToF16, DotF16F16 /
 // DotF32, Softmax, RoundToF16 and AxpyF16 / AxpyF32. Scratch: scores [n_keys - k0] floats, half
-// [head_dim_k + n_keys - k0] halves.
+// [head_dim_k] halves.
 void AttendHead(const AttnKvHead& kv, const float* q, int64_t k0, int64_t n_keys, float scale, float* scores,
                 uint16_t* half, float* out);
 
 // One query of AttendHeads: q [head_dim_k] against keys [k0, n_keys) of the shared kv head, with its
-// own scratch (scores [n_keys - k0] floats, half [head_dim_k + n_keys - k0] halves) and out [head_dim_v].
+// own scratch (scores [n_keys - k0] floats, half [head_dim_k] halves) and out [head_dim_v].
 struct AttnQuery {
   const float* q = nullptr;
   int64_t k0 = 0, n_keys = 0;
@@ -61,5 +61,17 @@ struct AttnQuery {
 // those of its own AttendHead call — per query the same operations on the same values in the same
 // order; only the interleaving between queries changes.
 void AttendHeads(const AttnKvHead& kv, const AttnQuery* queries, int n_queries, float scale);
+
+// On (the default) AttendHeads and Softmax use the AVX-512 kernels where the CPU runs them and
+// EMBER_KERNELS allows (attention_avx512.h); off, the AVX2 ones. Bitwise the same results either way:
+// for in-process comparisons (kernels_bench --attention, tests). Not thread-safe: set it while no
+// attention runs.
+void SetAttentionAvx512Enabled(bool enabled);
+
+// Tokens per AttendHeads tile for GQA groups of `group` query heads whose queries see up to `keys`
+// keys: ~48 queries per pass over a kv head's blocks (each block then read from memory, and an F16
+// one widened, once per 48 queries; 33-48 measured ~1.4x faster than 15 at 8k keys), fewer at long
+// contexts so that a tile's scores stay within ~2 MiB (the caller's scratch, per thread). At least 1.
+int64_t AttnTileTokens(int64_t group, int64_t keys);
 
 }  // namespace ember::kernels

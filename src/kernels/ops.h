@@ -41,6 +41,9 @@ void Rope(const RopeParams& p, int64_t pos, int n_heads, float* x, const float* 
 // index order, then multiplied by f32(1/sum). In place. Entries equal to -inf become 0; a row that is
 // all -inf becomes all 0.
 void Softmax(float* x, int n);
+// Softmax, then x[i] = f32(fp16(x[i])): the probabilities as ggml's F16 path multiplies V by them
+// (RoundToF16 and back), with the scaling and the rounding in one pass.
+void SoftmaxToF16Weights(float* x, int n);
 
 // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)) in f32 as ggml (exp: ExpF of
 // fast_exp.h, within ~2 ulp of expf). In place ok (out == gate or up).

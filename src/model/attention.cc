@@ -14,12 +14,6 @@
 namespace ember {
 namespace {
 
-// Queries computed together against one kv head (a GQA group times a few consecutive tokens): each
-// KV block is then read from memory (and an F16 one widened to f32) once per tile instead of once per
-// query.
-constexpr int64_t kTileQueries = 16;
-constexpr int64_t kTileScoreFloats = int64_t{1} << 17;
-
 struct HeadKv {
   const KvState* kv;
   int layer;
@@ -48,14 +42,14 @@ void ForwardContext::Attention(std::span<const Live> live, int layer, kernels::T
   int64_t scratch_scores = 0, scratch_half = 0, max_slots = 0;
   for (const Live& l : live) {
     const int64_t keys = l.pos0 + l.n;  // the most keys a query of this slice sees
-    // Tokens per tile; fewer at long contexts, so that the per-thread scratch stays near 512 KiB of
-    // scores (a GQA group is the least: a long-context prefill still reads each block once per group).
-    const int64_t tile = std::max<int64_t>(1, std::min(kTileQueries / group, kTileScoreFloats / (group * keys)));
+    // Queries computed together against one kv head (a GQA group times consecutive tokens): each KV
+    // block is then read from memory (and an F16 one widened to f32) once per tile, not per query.
+    const int64_t tile = kernels::AttnTileTokens(group, keys);
     for (int64_t t0 = 0; t0 < l.n; t0 += tile) tiles.push_back({&l, t0, std::min(l.n, t0 + tile), keys});
     const int64_t slots = tile * group;
     max_slots = std::max(max_slots, slots);
     scratch_scores = std::max(scratch_scores, slots * keys);
-    scratch_half = std::max(scratch_half, slots * (keys + c.head_dim_k));
+    scratch_half = std::max(scratch_half, slots * c.head_dim_k);
   }
   // Threads claim work items one at a time, costliest first: a causal query's cost grows with the keys
   // it reads, so the longest items go first and the short ones even out the end (a static split gave
@@ -86,7 +80,6 @@ void ForwardContext::Attention(std::span<const Live> live, int layer, kernels::T
       const AttnTile& tl = tiles[static_cast<size_t>(i / c.n_head_kv)];
       const Live& l = *tl.slice;
       const int kvh = static_cast<int>(i % c.n_head_kv);
-      const int64_t half_stride = tl.keys + c.head_dim_k;
       int nq = 0;
       for (int64_t t = tl.t0; t < tl.t1; ++t) {
         const int64_t p = l.pos0 + t;  // the query's position
@@ -97,7 +90,7 @@ void ForwardContext::Attention(std::span<const Live> live, int layer, kernels::T
           qu.k0 = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
           qu.n_keys = p + 1;
           qu.scores = scores + nq * tl.keys;
-          qu.half = half + nq * half_stride;
+          qu.half = half + nq * c.head_dim_k;
           qu.out = att_.data() + r * c.attn_out_dim() + h * c.head_dim_v;
         }
       }

@@ -73,6 +73,18 @@ TestKv MakeKv(bool f16, int hd, int hv, int64_t bs, int n_kv_head, int64_t n_pos
   return kv;
 }
 
+// The AttnKvHead of one test kv head.
+AttnKvHead MakeHead(const TestKv& kv, const HeadCtx* ctx) {
+  AttnKvHead head;
+  head.head_dim_k = kv.hd;
+  head.head_dim_v = kv.hv;
+  head.block_size = kv.bs;
+  head.f16 = kv.f16;
+  head.ctx = ctx;
+  head.block = Block;
+  return head;
+}
+
 // The pre-fusion attention: per key DotF16F16(k, q16) / DotF32, Softmax, RoundToF16(p), then per key
 // AxpyF16(Fp16ToF32(p16[j]), v) / AxpyF32(p[j], v).
 void ReferenceHead(const AttnKvHead& kv, const float* q, int64_t k0, int64_t n_keys, float scale, float* out) {
@@ -133,13 +145,7 @@ void RunCase(const Case& c, int64_t n_pos, uint32_t seed) {
     const int64_t k0 = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : 0;
     for (int h = 0; h < c.n_head; ++h) {
       const HeadCtx ctx{&kv, h / group};
-      AttnKvHead head;
-      head.head_dim_k = c.hd;
-      head.head_dim_v = c.hv;
-      head.block_size = c.bs;
-      head.f16 = c.f16;
-      head.ctx = &ctx;
-      head.block = Block;
+      const AttnKvHead head = MakeHead(kv, &ctx);
       const float* qh = q.data() + h * c.hd;
       std::fill(out.begin(), out.end(), 12345.0f);  // AttendHead must overwrite, not accumulate
       AttendHead(head, qh, k0, p + 1, scale, scores.data(), half.data(), out.data());
@@ -198,13 +204,7 @@ void RunTile(bool f16, int hd, int hv, int64_t bs, int group, int64_t window, in
   const int64_t n_pos = 150;
   const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, seed);
   const HeadCtx ctx{&kv, 0};
-  AttnKvHead head;
-  head.head_dim_k = hd;
-  head.head_dim_v = hv;
-  head.block_size = bs;
-  head.f16 = f16;
-  head.ctx = &ctx;
-  head.block = Block;
+  const AttnKvHead head = MakeHead(kv, &ctx);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // Tiles starting at a block's first row, mid-block, straddling block boundaries, and at the end.
   for (int64_t p0 : {int64_t{0}, int64_t{13}, bs - 2, 2 * bs - 1, int64_t{60}, n_pos - tokens}) {
@@ -246,6 +246,59 @@ TEST(AttentionHeadTest, TiledQueriesEqualSingleQueries) {
           }
         }
       }
+    }
+  }
+}
+
+// The tile sizes model/attention.cc uses (AttnTileTokens: ~48 queries) across the diagonal blocks,
+// with the AVX-512 kernels on and off: every query equals its single-query result (which the tests
+// above tie to the per-key reference), and the two tiers agree bitwise.
+TEST(AttentionHeadTest, LargeTilesBothTiersBitwise) {
+  uint32_t seed = 7007;
+  for (bool f16 : {true, false}) {
+    for (auto [hd, group] : {std::pair{128, 3}, std::pair{64, 4}, std::pair{128, 1}, std::pair{128, 8}}) {
+      const int64_t tokens = AttnTileTokens(group, 150);
+      ASSERT_GE(tokens * group, 24) << "tiles should hold dozens of queries";
+      for (bool zmm : {true, false}) {
+        SetAttentionAvx512Enabled(zmm);
+        RunTile(f16, hd, hd, 32, group, 0, tokens, seed);
+        RunTile(f16, hd, hd, 32, group, 40, tokens, seed + 1);
+      }
+      SetAttentionAvx512Enabled(true);
+      seed += 13;
+    }
+  }
+}
+
+// The same tile through AttendHeads with the AVX-512 kernels on and off gives the same bits.
+TEST(AttentionHeadTest, Avx512AndAvx2TilesAgreeBitwise) {
+  for (bool f16 : {true, false}) {
+    for (auto [hd, hv] : {std::pair{128, 128}, std::pair{64, 64}, std::pair{256, 256}, std::pair{96, 72},
+                          std::pair{32, 40}, std::pair{80, 80}}) {
+      const int group = 3;
+      const int64_t n_pos = 200, bs = 32, p0 = 150, tokens = 16;
+      SCOPED_TRACE(std::string(f16 ? "F16" : "F32") + " hd=" + std::to_string(hd) + " hv=" + std::to_string(hv));
+      const TestKv kv = MakeKv(f16, hd, hv, bs, 1, n_pos, 4242);
+      const HeadCtx ctx{&kv, 0};
+      const AttnKvHead head = MakeHead(kv, &ctx);
+      const int nq = static_cast<int>(tokens) * group;
+      const auto q = RandomFloats(static_cast<size_t>(nq * hd), 99, 1.5f);
+      std::vector<float> outs[2];
+      for (int zmm = 0; zmm < 2; ++zmm) {
+        SetAttentionAvx512Enabled(zmm == 1);
+        std::vector<float> scores(static_cast<size_t>(nq * n_pos));
+        std::vector<uint16_t> half(static_cast<size_t>(nq * hd));
+        outs[zmm].assign(static_cast<size_t>(nq * hv), -1.0f);
+        std::vector<AttnQuery> qs(static_cast<size_t>(nq));
+        for (int i = 0; i < nq; ++i) {
+          const int64_t p = p0 + i / group;
+          qs[i] = {q.data() + i * hd, 0, p + 1, scores.data() + i * n_pos, half.data() + i * hd,
+                   outs[zmm].data() + i * hv};
+        }
+        AttendHeads(head, qs.data(), nq, 1.0f / std::sqrt(static_cast<float>(hd)));
+      }
+      SetAttentionAvx512Enabled(true);
+      EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)));
     }
   }
 }

@@ -11,6 +11,7 @@
 
 #include "format/quant.h"
 #include "kernels/act_quant.h"
+#include "kernels/fast_exp.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 
@@ -113,6 +114,18 @@ inline void ExpectMatMulInvariant(const WeightView& w, const std::vector<float>&
       ASSERT_TRUE(BitwiseEqual(got, want)) << "n_tok=" << n_tok << " threads=" << pool->size();
     }
   }
+// softmax.cc's documented order written out: v[i] = ExpF(v[i] - max) in place, and the sum of each
+// group of 8 by the Hsum8 tree in f32 added to a double in group order, then the tail one by one.
+inline double ExpSumReference(float* v, int n, float max) {
+  double sum = 0;
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float* g = v + i;
+    for (int l = 0; l < 8; ++l) g[l] = ExpF(g[l] - max);
+    sum += static_cast<double>(((g[0] + g[4]) + (g[2] + g[6])) + ((g[1] + g[5]) + (g[3] + g[7])));
+  }
+  for (; i < n; ++i) sum += static_cast<double>(v[i] = ExpF(v[i] - max));
+  return sum;
 }
 
 // Smallest n_in multiple of the type's block that is >= n.

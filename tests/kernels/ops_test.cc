@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/attention_head.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/fast_exp.h"
 #include "kernels/ops_internal.h"
@@ -248,31 +249,38 @@ TEST(OpsTest, SoftmaxAndSiluArePositionIndependent) {
 // group's sum and then each tail element added to a double. Checked bitwise for lengths around the
 // group size and for a long row, with NaN-free masked entries, so a changed order fails here.
 TEST(OpsTest, SoftmaxSumsInGgmlOrder) {
-  for (int n : {1, 7, 8, 9, 15, 16, 17, 63, 300}) {
+  for (bool zmm : {true, false})  // the AVX-512 and AVX2 paths (attention_avx512.h) where the CPU has them
+  for (int n : {1, 7, 8, 9, 15, 16, 17, 63, 127, 128, 129, 137, 300, 1000}) {
+    SetAttentionAvx512Enabled(zmm);
     auto x = RandomFloats(static_cast<size_t>(n), 90 + n, 6.0f);
     if (n > 3) x[2] = -INFINITY;
     std::vector<float> want(x);
     float mx = -INFINITY;
     for (float v : want) mx = v > mx ? v : mx;
-    double sum = 0;
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-      float* v = want.data() + i;
-      for (int l = 0; l < 8; ++l) v[l] = ExpF(v[l] - mx);
-      sum += static_cast<double>(((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])));
-    }
-    for (; i < n; ++i) sum += static_cast<double>(want[i] = ExpF(want[i] - mx));
+    const double sum = testing::ExpSumReference(want.data(), n, mx);
     const float inv = static_cast<float>(1.0 / sum);
     for (float& v : want) v *= inv;
+    std::vector<float> w16(x);
     Softmax(x.data(), n);
     EXPECT_EQ(0, std::memcmp(x.data(), want.data(), static_cast<size_t>(n) * 4)) << "n=" << n;
+    // SoftmaxToF16Weights = Softmax, then each probability rounded to fp16 and widened back.
+    SoftmaxToF16Weights(w16.data(), n);
+    for (int j = 0; j < n; ++j) {
+      const float r = Fp16ToF32(F32ToFp16(want[j]));
+      ASSERT_EQ(0, std::memcmp(&w16[j], &r, 4)) << "n=" << n << " j=" << j;
+    }
   }
+  SetAttentionAvx512Enabled(true);
 }
 
 TEST(OpsTest, SoftmaxAllMasked) {
-  std::vector<float> x(5, -INFINITY);
-  Softmax(x.data(), 5);
-  for (float v : x) EXPECT_EQ(v, 0.0f);
+  for (int n : {5, 40, 200}) {
+    std::vector<float> x(n, -INFINITY), y(x);
+    Softmax(x.data(), n);
+    SoftmaxToF16Weights(y.data(), n);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(x[i], 0.0f);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(y[i], 0.0f);
+  }
 }
 
 }  // namespace

@@ -11,10 +11,16 @@
 // the CPU and type have them, else the previous path again), interleaved in one process (the machine
 // may be shared), median of `rounds`; prints ms, GMAC/s and the speed-ups over the row path per shape
 // and for the whole layer.
+//        kernels_bench --attention [threads] [ctx] [rounds] [chunk] [f16|f32] [tile tokens] [avx2|avx512]
+// Attention: one layer of the 0.6 B llama (12 heads, 4 kv heads, head_dim 128, KV blocks of 32) for the
+// prefill chunk of `chunk` tokens that ends at position ctx, tiled and scheduled as model/attention.cc
+// does; the AVX2 kernels vs the AVX-512 ones (SetAttentionAvx512Enabled), interleaved, median; checks
+// that both give the same bits.
 #include <time.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -22,8 +28,11 @@
 #include <vector>
 
 #include "format/quant.h"
+#include "kernels/attention_head.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_weights.h"
+#include "kernels/ops.h"
+#include "kernels/thread_pool.h"
 
 using namespace ember;
 using namespace ember::kernels;
@@ -125,10 +134,111 @@ int Prefill(int argc, char** argv) {
   return 0;
 }
 
+
+// One kv head's blocks of keys and values for positions [0, ctx).
+struct BenchKv {
+  int64_t bs, dim;
+  bool f16;
+  std::vector<std::vector<uint8_t>> k, v;  // [kv head * blocks + b]
+  int64_t blocks;
+};
+struct BenchHead {
+  const BenchKv* kv;
+  int kvh;
+};
+const uint8_t* BenchBlock(const void* ctx, bool v, int64_t b) {
+  const BenchHead& h = *static_cast<const BenchHead*>(ctx);
+  return (v ? h.kv->v : h.kv->k)[static_cast<size_t>(h.kvh * h.kv->blocks + b)].data();
+}
+
+int Attention(int argc, char** argv) {
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  const int64_t ctx = argc > 3 ? std::atoll(argv[3]) : 2048;
+  const int rounds = argc > 4 ? std::atoi(argv[4]) : 5;
+  const int64_t chunk = std::min<int64_t>(ctx, argc > 5 ? std::atoll(argv[5]) : 512);
+  const bool f16 = !(argc > 6 && std::string(argv[6]) == "f32");
+  const int64_t tile_tokens = argc > 7 ? std::atoll(argv[7]) : 0;  // 0: model/attention.cc's choice
+  const int n_head = 12, n_kv = 4, hd = 128, group = n_head / n_kv;
+  const int64_t bs = 32, blocks = (ctx + bs - 1) / bs;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  BenchKv kv{bs, hd, f16, {}, {}, blocks};
+  std::vector<float> row(static_cast<size_t>(bs * hd));
+  std::vector<uint16_t> row16(row.size());
+  for (int64_t i = 0; i < n_kv * blocks * 2; ++i) {
+    for (auto& f : row) f = nd(rng);
+    std::vector<uint8_t> bytes(row.size() * (f16 ? 2 : 4));
+    if (f16) {
+      RoundToF16(row.data(), row16.data(), static_cast<int>(row.size()));
+      std::memcpy(bytes.data(), row16.data(), bytes.size());
+    } else {
+      std::memcpy(bytes.data(), row.data(), bytes.size());
+    }
+    (i % 2 ? kv.v : kv.k).push_back(std::move(bytes));
+  }
+  std::vector<float> q(static_cast<size_t>(chunk * n_head * hd));
+  for (auto& f : q) f = nd(rng);
+  // model/attention.cc's tiling: (token tile, kv head) items, costliest first, claimed one at a time.
+  const int64_t tile = tile_tokens > 0 ? tile_tokens : AttnTileTokens(group, ctx);
+  struct Item { int64_t t0, t1; int kvh; };
+  std::vector<Item> items;
+  for (int64_t t0 = chunk; t0 > 0; t0 -= tile) {
+    for (int h = 0; h < n_kv; ++h) items.push_back({std::max<int64_t>(0, t0 - tile), t0, h});
+  }
+  ThreadPool pool(threads);
+  const int64_t slots = tile * group;
+  std::vector<float> scores(static_cast<size_t>(threads * slots * ctx));
+  std::vector<uint16_t> half(static_cast<size_t>(threads * slots * hd));
+  std::vector<AttnQuery> qs(static_cast<size_t>(threads * slots));
+  auto run = [&](std::vector<float>& out) {
+    pool.ParallelForChunks(static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e, int thread) {
+      for (int64_t i = b; i < e; ++i) {
+        const Item& it = items[static_cast<size_t>(i)];
+        const BenchHead head_ctx{&kv, it.kvh};
+        AttnKvHead head{hd, hd, bs, f16, &head_ctx, BenchBlock};
+        AttnQuery* tq = qs.data() + thread * slots;
+        int nq = 0;
+        for (int64_t t = it.t0; t < it.t1; ++t) {
+          for (int h = it.kvh * group; h < (it.kvh + 1) * group; ++h, ++nq) {
+            const int64_t p = ctx - chunk + t;
+            tq[nq] = {q.data() + (t * n_head + h) * hd, 0, p + 1, scores.data() + (thread * slots + nq) * ctx,
+                      half.data() + (thread * slots + nq) * hd, out.data() + (t * n_head + h) * hd};
+          }
+        }
+        AttendHeads(head, tq, nq, 1.0f / std::sqrt(static_cast<float>(hd)));
+      }
+    });
+  };
+  std::vector<float> out2(q.size()), out5(q.size());
+  std::vector<double> t2, t5;
+  const std::string only = argc > 8 ? argv[8] : "";  // "avx2" or "avx512": time one path (profiling)
+  for (int r = 0; r <= rounds; ++r) {  // round 0 warms up
+    SetAttentionAvx512Enabled(false);
+    const double a = only == "avx512" ? 1 : TimeIt(threads, [&] { run(out2); });
+    SetAttentionAvx512Enabled(true);
+    const double b = only == "avx2" ? 1 : TimeIt(threads, [&] { run(out5); });
+    if (r > 0) { t2.push_back(a); t5.push_back(b); }
+  }
+  if (only.empty() && std::memcmp(out2.data(), out5.data(), out2.size() * sizeof(float)) != 0) {
+    std::printf("attention: AVX2 and AVX-512 results differ!\n");
+    return 1;
+  }
+  double pairs = 0;  // (query, key) pairs: each costs hd + hd FMAs
+  for (int64_t t = 0; t < chunk; ++t) pairs += static_cast<double>(ctx - chunk + t + 1) * n_head;
+  const double m2 = Median(t2), m5 = Median(t5), flop = pairs * 2.0 * (2 * hd);
+  std::printf("attention %s ctx=%lld chunk=%lld tile=%lld tokens threads=%d (%s): avx2 %8.2f ms %6.1f GFLOP/s | "
+              "avx512 %8.2f ms %6.1f GFLOP/s | x%.2f\n",
+              f16 ? "F16" : "F32", static_cast<long long>(ctx), static_cast<long long>(chunk),
+              static_cast<long long>(tile), threads, threads == 1 ? "thread CPU time" : "wall", m2 * 1e3,
+              flop / m2 / 1e9, m5 * 1e3, flop / m5 / 1e9, m2 / m5);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--prefill") return Prefill(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--attention") return Attention(argc, argv);
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const int64_t n_tok = argc > 2 ? std::atoll(argv[2]) : 1;
   std::vector<std::string> names;
