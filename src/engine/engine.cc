@@ -1,6 +1,5 @@
 #include "engine/engine.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,36 +57,21 @@ Status Sequence::TrimTo(int64_t p) {
 
 namespace {
 
-// Maps the weights' pages into the page table now (MADV_POPULATE_READ; reads them from disk too when
-// they are not cached) so the first forward pass does not take ~7k page faults on the critical path.
-// Nothing is copied: the weights stay in the shared file mapping. The token embedding table is
-// skipped when the output projection is a separate tensor (decode reads only a few of its rows).
-// Skipped for files larger than half of physical memory (they could not all stay resident anyway).
-void Populate(const uint8_t* b, const uint8_t* e, uintptr_t page) {
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(b) & ~(page - 1);
-  const uintptr_t hi = reinterpret_cast<uintptr_t>(e);
-  if (hi <= lo) return;
-#ifdef MADV_POPULATE_READ
-  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0) return;
-#endif
-  (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_WILLNEED);  // older kernels: read-ahead only
-}
-
-void PrefaultWeights(const Model& m) {
+// The weight bytes a forward pass reads, as ranges of the mapping: all tensor data, less the token
+// embedding table when the output projection is a separate tensor (decode reads only a few of its rows).
+// Empty for files larger than half of physical memory (they could not all stay resident anyway) and
+// for a model parsed from a caller's buffer.
+std::vector<WeightRange> StreamedRanges(const Model& m) {
   const GgufFile& f = m.gguf();
   const long page = sysconf(_SC_PAGESIZE);
   const long phys = sysconf(_SC_PHYS_PAGES);
-  if (page <= 0 || f.file_size() <= f.data_offset()) return;
-  if (phys > 0 && f.file_size() / static_cast<size_t>(page) > static_cast<size_t>(phys) / 2) return;
+  if (f.region() == nullptr || page <= 0 || f.file_size() <= f.data_offset()) return {};
+  if (phys > 0 && f.file_size() / static_cast<size_t>(page) > static_cast<size_t>(phys) / 2) return {};
   const uint8_t* begin = f.bytes() + f.data_offset();
   const uint8_t* end = f.bytes() + f.file_size();
   const GgufTensorInfo& embd = m.token_embd();
-  if (m.tied_output() || embd.data < begin || embd.data + embd.n_bytes > end) {
-    Populate(begin, end, static_cast<uintptr_t>(page));
-    return;
-  }
-  Populate(begin, embd.data, static_cast<uintptr_t>(page));
-  Populate(embd.data + embd.n_bytes, end, static_cast<uintptr_t>(page));
+  if (m.tied_output() || embd.data < begin || embd.data + embd.n_bytes > end) return {{begin, end}};
+  return {{begin, embd.data}, {embd.data + embd.n_bytes, end}};
 }
 
 }  // namespace
@@ -115,7 +99,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const En
       e->tokenizer_ = std::move(*tok);
     });
   }
-  if (options.prefault_weights) PrefaultWeights(*e->model_);
+  // Maps the weight pages now (MADV_POPULATE_READ; reads them from disk too when they are not cached),
+  // so the first forward pass does not take ~7k page faults on the critical path, on 2 MiB pages where
+  // the kernel can (engine/weight_pages.h). Nothing is copied: the weights stay in the shared mapping.
+  if (const std::vector<WeightRange> ranges = StreamedRanges(*e->model_); !ranges.empty()) {
+    SystemPageOps ops(*e->model_->gguf().region());
+    e->weight_pages_ = PlaceWeights(ops, ranges, {options.prefault_weights, options.huge_pages});
+  }
   if (tok_thread.joinable()) tok_thread.join();
   EMBER_RETURN_IF_ERROR(tok_status);
   if (e->opts_.threads <= 0) e->opts_.threads = kernels::PhysicalCoreCount();
