@@ -25,7 +25,7 @@ struct Args {
   std::string model, kv = "f16";
   int64_t pp = 512, tg = 128, ubatch = 512;
   int reps = 5, threads = 0;
-  bool json = false, vs_llamacpp = false, cache = false, served = false, markdown = false;
+  bool json = false, vs_llamacpp = false, cache = false, served = false, markdown = false, no_huge_pages = false;
   std::string peer = "auto", llama_bench;
   int peer_reps = 1;
   int64_t long_pp = 0;
@@ -44,6 +44,7 @@ Status Run(const Args& a) {
   c.reps = a.reps;
   c.threads = a.threads;
   c.tokens_file = a.tokens_file;
+  c.huge_pages = !a.no_huge_pages;
   c.vs_llamacpp = a.vs_llamacpp || a.markdown;
   c.parallel = a.parallel;
   EMBER_ASSIGN_OR_RETURN(c.peer_mode, bench::ParsePeerMode(a.peer));
@@ -75,6 +76,9 @@ Status Run(const Args& a) {
   std::printf("weights %.1f MB, decode reads %.1f GB/s of %.1f GB/s measured (%.0f%%), peak RSS %.1f MB\n",
               j["weight_bytes"].get<double>() / 1e6, j["bandwidth_gbs"].get<double>(), j["machine_read_gbs"].get<double>(),
               100 * j["bandwidth_fraction"].get<double>(), j["peak_rss_bytes"].get<double>() / 1048576.0);
+  std::printf("machine read %.1f GB/s on 4 KiB pages, %.1f GB/s on 2 MiB pages; weights on 2 MiB pages %.0f%%%s\n",
+              j["machine_read_4k_gbs"].get<double>(), j["machine_read_2m_gbs"].get<double>(),
+              100 * j["weights_huge_fraction"].get<double>(), j["weights_reread"].get<bool>() ? " (re-read at load)" : "");
   for (const char* phase : {"prefill", "decode"}) {
     const json& o = j["ops"][phase];
     const double tot = std::max(1e-12, o["total_s"].get<double>());
@@ -178,6 +182,9 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--tokens-file", a->tokens_file,
                  "Prompt ids as a JSON array (instead of --pp random ids); the peer gets the same ids");
   c->add_option("--turns", a->turns, "--served: turns of the cached conversation")->capture_default_str();
+  c->add_flag("--no-huge-pages", a->no_huge_pages,
+              "Map the weights with 4 KiB pages (MADV_NOHUGEPAGE) instead of 2 MiB ones where the kernel can: "
+              "the A/B of docs/engine.md \"Weight pages\"");
   c->add_flag("--json", a->json, "Print one JSON object");
   c->callback([a, set_exit] {
     Status st = a->served ? RunServedLeg(*a) : a->cache ? RunCacheLeg(*a) : Run(*a);
