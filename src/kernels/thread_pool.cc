@@ -46,7 +46,9 @@ bool ThreadPool::ClaimGuided(int64_t* b, int64_t* e) {
   int64_t end;
   do {
     if (at >= job_n_) return false;
-    const int64_t want = std::max<int64_t>(1, (job_n_ - at) / (2 * n_threads_));
+    // Half a thread's share of what is left, but at most ~1/8 of its share of the whole: a thread
+    // the machine stalls then holds up no more than ParallelForChunks' chunks would.
+    const int64_t want = std::max<int64_t>(1, std::min((job_n_ - at) / (2 * n_threads_), job_n_ / (8 * n_threads_)));
     end = std::min(job_n_, at + (want + job_chunk_ - 1) / job_chunk_ * job_chunk_);
   } while (!next_.compare_exchange_weak(at, end, std::memory_order_relaxed));
   *b = at;

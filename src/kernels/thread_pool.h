@@ -46,10 +46,10 @@ class ThreadPool {
   void ParallelForChunks(int64_t n, int64_t chunk, const RangeFn& fn);
 
   // Like ParallelForChunks, but chunks shrink as the work runs out ("guided"): each claim takes
-  // about remaining / (2 * size()) indices, rounded up to a multiple of `granule` (< 1: 1), so early
-  // claims are large (few atomic operations, long contiguous streams) and the last ones one granule
-  // (threads finish within about a granule of each other, where fixed chunks leave one idle for half
-  // a chunk on average). Every chunk but the last starts at a multiple of `granule`.
+  // remaining / (2 * size()) indices, capped at n / (8 * size()) and rounded up to a multiple of
+  // `granule` (< 1: 1), so the last claims are one granule and the threads finish within about a
+  // granule of each other, where fixed chunks leave one idle for half a chunk on average. Every chunk
+  // starts at a multiple of `granule`.
   void ParallelForGuided(int64_t n, int64_t granule, const RangeFn& fn);
 
   // The static partition used by ParallelFor: range of thread `i` out of `parts` over [0, n).

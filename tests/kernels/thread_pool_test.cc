@@ -78,6 +78,8 @@ TEST(ThreadPoolTest, GuidedChunksCoverEveryIndexOnceAndShrink) {
         }
         if (threads > 1 && n >= 4 * g * threads) {
           ASSERT_GT(chunks.size(), 2u);
+          const int64_t cap = std::max<int64_t>(n / (8 * threads), 1);
+          ASSERT_LE(chunks.front().second - chunks.front().first, (cap + g - 1) / g * g) << "capped at 1/8 of a share";
           ASSERT_LE(chunks.back().second - chunks.back().first, g);
           ASSERT_LT(chunks.size(), static_cast<size_t>(n / g)) << "guided claims should be fewer than granules";
         }
