@@ -2,7 +2,7 @@
 // test suite): two engines on one file, one with EngineOptions::huge_pages (loaded first, so the page
 // cache holds the file in 2 MiB folios) and one without (MADV_NOHUGEPAGE: the same folios mapped with
 // 4 KiB entries), plus a plain read of a 512 MiB buffer on 2 MiB pages. Build by hand (one line):
-//   g++ -std=c++20 -O3 -march=native -I src tests/engine/bench/decode_pages_bench.cc build/libember_engine.a
+//   g++ -std=c++20 -O3 -march=native -I src -I tests tests/engine/bench/decode_pages_bench.cc build/libember_engine.a
 //     build/libember_model.a build/libember_tokenizer.a build/libember_template.a build/libember_grammar.a
 //     build/libember_kv.a build/libember_kernels.a build/libember_format.a build/libember_util.a -lxxhash
 //     -o /tmp/decode_pages_bench
@@ -10,7 +10,6 @@
 // GB/s = weight bytes per decoded token x tokens / time; with one thread the time is the thread's CPU
 // time (a shared machine's preemption does not count), with more it is wall time.
 #include <sys/mman.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "support/bench_util.h"
 
 using namespace ember;
 
@@ -28,14 +28,7 @@ namespace {
 
 double Seconds(int threads) {
   if (threads > 1) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return testing::ThreadCpuSeconds();
 }
 
 uint64_t Sum(const uint64_t* p, size_t n) {
@@ -105,9 +98,9 @@ int main(int argc, char** argv) {
   const char* what[] = {"decode, 4 KiB pages", "decode, 2 MiB pages", "read, 2 MiB pages (1 thread)"};
   for (int k = 0; k < 3; ++k) {
     const auto [lo, hi] = std::minmax_element(gbs[k].begin(), gbs[k].end());
-    std::printf("%-29s median %6.2f GB/s (min %6.2f max %6.2f)\n", what[k], Median(gbs[k]), *lo, *hi);
+    std::printf("%-29s median %6.2f GB/s (min %6.2f max %6.2f)\n", what[k], testing::Median(gbs[k]), *lo, *hi);
   }
-  std::printf("2 MiB / 4 KiB decode: %.2fx\n", Median(gbs[1]) / Median(gbs[0]));
+  std::printf("2 MiB / 4 KiB decode: %.2fx\n", testing::Median(gbs[1]) / testing::Median(gbs[0]));
   munmap(map, n + align);
   return 0;
 }

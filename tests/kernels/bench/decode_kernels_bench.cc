@@ -1,6 +1,6 @@
 // Decode row kernels (n_tok = 1), AVX2 against AVX-512, in one process with interleaved rounds (not part
 // of the test suite). Build by hand (one line):
-//   g++ -std=c++20 -O3 -march=native -I src tests/kernels/bench/decode_kernels_bench.cc
+//   g++ -std=c++20 -O3 -march=native -I src -I tests tests/kernels/bench/decode_kernels_bench.cc
 //     build/libember_kernels.a build/libember_format.a build/libember_util.a -lxxhash -o /tmp/decode_kernels_bench
 // Usage: decode_kernels_bench MiB [n_in] [rounds] [types...]
 // MiB of weights (2 MiB pages, MADV_HUGEPAGE): 1 keeps them in L2 (the kernel's compute ceiling), 256
@@ -8,7 +8,6 @@
 // (a shared machine's preemption does not count), median of `rounds`, and checks every kernel against
 // the scalar reference on the first rows.
 #include <sys/mman.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,24 +20,10 @@
 #include "format/quant.h"
 #include "kernels/act_quant.h"
 #include "kernels/dot_kernels.h"
+#include "support/bench_util.h"
 
 using namespace ember;
 using namespace ember::kernels;
-
-namespace {
-
-double CpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -86,18 +71,18 @@ int main(int argc, char** argv) {
     for (int round = 0; round < rounds; ++round) {
       for (int k = 0; k < 2; ++k) {
         if (fns[k] == nullptr) continue;
-        const double c0 = CpuSeconds();
+        const double c0 = testing::ThreadCpuSeconds();
         for (int rep = 0; rep < reps; ++rep) {
           for (int64_t o = 0; o < rows; ++o) fns[k](w + o * rb, n_in, &row, 1, &y[static_cast<size_t>(o)], 1);
         }
-        gbs[k].push_back(static_cast<double>(rows * rb) * reps / (CpuSeconds() - c0) / 1e9);
+        gbs[k].push_back(static_cast<double>(rows * rb) * reps / (testing::ThreadCpuSeconds() - c0) / 1e9);
       }
     }
     for (int k = 0; k < 2; ++k) {
       if (gbs[k].empty()) continue;
       const auto [lo, hi] = std::minmax_element(gbs[k].begin(), gbs[k].end());
       std::printf("%-5s %-6s n_in=%lld %5zu MiB: median %5.1f GB/s (min %5.1f max %5.1f)\n", name.c_str(), tiers[k],
-                  static_cast<long long>(n_in), bytes >> 20, Median(gbs[k]), *lo, *hi);
+                  static_cast<long long>(n_in), bytes >> 20, testing::Median(gbs[k]), *lo, *hi);
     }
     munmap(map, rows * rb + kAlign);
   }
