@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "bench/read_bandwidth.h"
 #include "bench/stats.h"
 #include "engine/batch_runner.h"
 #include "engine/engine.h"
@@ -106,30 +107,6 @@ StatusOr<std::vector<int32_t>> ReadTokensFile(const std::string& path, int64_t n
   return ids;
 }
 
-double MeasureReadBandwidth(int threads) {
-  const size_t n = (512u << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n, 1);
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::vector<std::thread> ts;
-    std::vector<uint64_t> sums(static_cast<size_t>(threads));
-    const Stopwatch t0;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] {
-        const size_t b = n * t / threads, e = n * (t + 1) / threads;
-        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (size_t i = b; i + 4 <= e; i += 4) { s0 += buf[i]; s1 += buf[i + 1]; s2 += buf[i + 2]; s3 += buf[i + 3]; }
-        sums[static_cast<size_t>(t)] = s0 + s1 + s2 + s3;
-      });
-    }
-    for (auto& th : ts) th.join();
-    const double s = Secs(t0);
-    if (sums[0] == 42) std::fprintf(stderr, " ");  // keep the loads
-    best = std::max(best, n * sizeof(uint64_t) / s / 1e9);
-  }
-  return best;
-}
-
 namespace {
 
 // One round of the peer: prefill of the prompt, decode after it, and the long prefill if asked for.
@@ -168,6 +145,7 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
   EngineOptions eo;
   eo.threads = a.threads;
   eo.ubatch = a.ubatch;
+  eo.huge_pages = a.huge_pages;
   eo.load_tokenizer = false;
   eo.repack_weights = a.repack;
   eo.kv_dtype = a.kv == "f32" ? KvDtype::kF32 : KvDtype::kF16;
@@ -257,7 +235,10 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
   getrusage(RUSAGE_SELF, &ru);
   const double pp = Median(pp_runs), tg = Median(tg_runs);
   const uint64_t wbytes = engine->model().weight_bytes();
-  const double machine_bw = MeasureReadBandwidth(engine->threads());
+  // After the peak RSS is read (its 512 MiB buffer is not the engine's), on the engine's thread count.
+  const ReadBandwidth bw = MeasureReadBandwidth(engine->threads());
+  const double machine_bw = bw.peak();
+  const WeightPages& wp = engine->weight_pages();
   json j = {{"model", a.model}, {"threads", engine->threads()}, {"pp_tokens", static_cast<int64_t>(prompt.size())}, {"tg_tokens", a.tg},
             {"kv", a.kv}, {"reps", a.reps}, {"prefill_tok_s", pp}, {"decode_tok_s", tg},
             {"prefill_runs", pp_runs}, {"decode_runs", tg_runs},
@@ -265,6 +246,9 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
             {"packed_bytes", engine->model().packed().bytes()}, {"packed_tensors", engine->model().packed().tensors()},
             {"bandwidth_gbs", tg * static_cast<double>(wbytes) / 1e9}, {"machine_read_gbs", machine_bw},
             {"bandwidth_fraction", machine_bw > 0 ? tg * static_cast<double>(wbytes) / 1e9 / machine_bw : 0},
+            {"machine_read_4k_gbs", bw.small_pages_gbs}, {"machine_read_2m_gbs", bw.huge_pages_gbs},
+            {"weights_huge_fraction", wp.bytes > 0 ? static_cast<double>(wp.huge_bytes) / static_cast<double>(wp.bytes) : 0.0},
+            {"weights_reread", wp.reread},
             {"ops", {{"prefill", OpsJson(pp_ops)}, {"decode", OpsJson(tg_ops)}}}};
   if (!long_prompt.empty()) {
     j["long_pp_tokens"] = a.long_pp;

@@ -24,6 +24,7 @@ struct DirectBenchConfig {
   std::string model, kv = "f16";  // kv: f16 | f32
   int64_t pp = 512, tg = 128, ubatch = 512;
   int reps = 5, threads = 0;      // threads 0: the engine's default (physical cores)
+  bool huge_pages = true;         // EngineOptions::huge_pages (off: weights on 4 KiB pages, for A/B)
   std::string tokens_file;        // JSON array of prompt ids (overrides pp); the peer gets the same ids
   bool vs_llamacpp = false;
   PeerMode peer_mode = PeerMode::kAuto;
@@ -43,7 +44,10 @@ struct DirectBenchConfig {
 
 // The measurement as the one JSON object `ember bench --json` prints: model, threads, pp_tokens,
 // tg_tokens, kv, reps, prefill_tok_s / decode_tok_s (medians) and their runs, peak_rss_bytes,
-// weight_bytes, packed_bytes / packed_tensors (the repacked copies, Model::PackWeights), bandwidth_gbs, machine_read_gbs, bandwidth_fraction, ops.{prefill,decode}; with long_pp
+// weight_bytes, packed_bytes / packed_tensors (the repacked copies, Model::PackWeights), bandwidth_gbs (decode's weight reads), machine_read_gbs (the better of
+// machine_read_4k_gbs and machine_read_2m_gbs, bench/read_bandwidth.h: best of 3 after the reps),
+// bandwidth_fraction, weights_huge_fraction and weights_reread (engine/weight_pages.h),
+// ops.{prefill,decode}; with long_pp
 // long_pp_tokens, long_prefill_tok_s, long_prefill_runs; with vs_llamacpp also `peer` and `ratios`
 // (peer_compare.h: PeerJson, RatiosJson — each names the peer kind); with parallel, batch_decode:
 // [{sequences, tok_s, runs, ratio_to_one}].
@@ -52,8 +56,5 @@ StatusOr<nlohmann::json> RunDirectBench(const DirectBenchConfig& config, PeerCom
 
 // The prompt ids of --tokens-file: a JSON array of integers in [0, n_vocab).
 StatusOr<std::vector<int32_t>> ReadTokensFile(const std::string& path, int64_t n_vocab);
-
-// Read bandwidth (GB/s) of `threads` threads summing disjoint parts of a 512 MiB buffer (best of 3).
-double MeasureReadBandwidth(int threads);
 
 }  // namespace ember::bench

@@ -26,7 +26,8 @@ struct Args {
   std::string model, kv = "f16";
   int64_t pp = 512, tg = 128, ubatch = 512;
   int reps = 5, threads = 0;
-  bool json = false, vs_llamacpp = false, cache = false, served = false, markdown = false, no_repack = false;
+  bool json = false, vs_llamacpp = false, cache = false, served = false, markdown = false, no_repack = false,
+       no_huge_pages = false;
   std::string peer = "auto", llama_bench;
   int peer_reps = 1;
   int64_t long_pp = 0;
@@ -45,6 +46,7 @@ Status Run(const Args& a) {
   c.reps = a.reps;
   c.threads = a.threads;
   c.tokens_file = a.tokens_file;
+  c.huge_pages = !a.no_huge_pages;
   c.vs_llamacpp = a.vs_llamacpp || a.markdown;
   c.parallel = a.parallel;
   c.repack = !a.no_repack;
@@ -85,6 +87,9 @@ Status Run(const Args& a) {
     std::printf("repacked %.1f MB of weights (%d matrices) for the packed GEMM kernels, replacing their mapped pages\n",
                 j["packed_bytes"].get<double>() / 1e6, j["packed_tensors"].get<int>());
   }
+  std::printf("machine read %.1f GB/s on 4 KiB pages, %.1f GB/s on 2 MiB pages; weights on 2 MiB pages %.0f%%%s\n",
+              j["machine_read_4k_gbs"].get<double>(), j["machine_read_2m_gbs"].get<double>(),
+              100 * j["weights_huge_fraction"].get<double>(), j["weights_reread"].get<bool>() ? " (re-read at load)" : "");
   for (const char* phase : {"prefill", "decode"}) {
     const json& o = j["ops"][phase];
     const double tot = std::max(1e-12, o["total_s"].get<double>());
@@ -198,6 +203,9 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--turns", a->turns, "--served: turns of the cached conversation")->capture_default_str();
   c->add_flag("--no-repack", a->no_repack,
               "Load without repacking weights for the packed GEMM kernels (as EMBER_REPACK=0; for A/B runs)");
+  c->add_flag("--no-huge-pages", a->no_huge_pages,
+              "Map the weights with 4 KiB pages (MADV_NOHUGEPAGE) instead of 2 MiB ones where the kernel can: "
+              "the A/B of docs/engine.md \"Weight pages\"");
   c->add_flag("--json", a->json, "Print one JSON object");
   c->callback([a, set_exit] {
     Status st = a->served ? RunServedLeg(*a) : a->cache ? RunCacheLeg(*a) : Run(*a);

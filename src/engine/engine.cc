@@ -1,6 +1,5 @@
 #include "engine/engine.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,47 +59,21 @@ Status Sequence::TrimTo(int64_t p) {
 
 namespace {
 
-// Maps the weights' pages into the page table now (MADV_POPULATE_READ; reads them from disk too when
-// they are not cached) so the first forward pass does not take ~7k page faults on the critical path.
-// Nothing is copied: the weights stay in the shared file mapping. The token embedding table is
-// skipped when the output projection is a separate tensor (decode reads only a few of its rows).
-// Skipped for files larger than half of physical memory (they could not all stay resident anyway).
-// Populates [b, e) in 64 MiB pieces so `progress` can follow a cold read (a few calls per second).
-void Populate(const uint8_t* b, const uint8_t* e, uintptr_t page, uint64_t* done, uint64_t total,
-              const ProgressFn& progress) {
-  constexpr uintptr_t kPiece = uintptr_t{64} << 20;
-  uintptr_t lo = reinterpret_cast<uintptr_t>(b) & ~(page - 1);
-  const uintptr_t hi = reinterpret_cast<uintptr_t>(e);
-  while (lo < hi) {
-    const uintptr_t n = std::min(kPiece, hi - lo);
-#ifdef MADV_POPULATE_READ
-    if (madvise(reinterpret_cast<void*>(lo), n, MADV_POPULATE_READ) != 0)
-#endif
-      (void)madvise(reinterpret_cast<void*>(lo), n, MADV_WILLNEED);  // older kernels: read-ahead only
-    lo += n;
-    *done += n;
-    if (progress) progress(std::min(*done, total), total);
-  }
-}
-
-void PrefaultWeights(const Model& m, const ProgressFn& progress) {
+// The weight bytes a forward pass reads, as ranges of the mapping: all tensor data, less the token
+// embedding table when the output projection is a separate tensor (decode reads only a few of its rows).
+// Empty for files larger than half of physical memory (they could not all stay resident anyway) and
+// for a model parsed from a caller's buffer.
+std::vector<WeightRange> StreamedRanges(const Model& m) {
   const GgufFile& f = m.gguf();
   const long page = sysconf(_SC_PAGESIZE);
   const long phys = sysconf(_SC_PHYS_PAGES);
-  if (page <= 0 || f.file_size() <= f.data_offset()) return;
-  if (phys > 0 && f.file_size() / static_cast<size_t>(page) > static_cast<size_t>(phys) / 2) return;
+  if (f.region() == nullptr || page <= 0 || f.file_size() <= f.data_offset()) return {};
+  if (phys > 0 && f.file_size() / static_cast<size_t>(page) > static_cast<size_t>(phys) / 2) return {};
   const uint8_t* begin = f.bytes() + f.data_offset();
   const uint8_t* end = f.bytes() + f.file_size();
   const GgufTensorInfo& embd = m.token_embd();
-  const uintptr_t pg = static_cast<uintptr_t>(page);
-  uint64_t done = 0;
-  if (m.tied_output() || embd.data < begin || embd.data + embd.n_bytes > end) {
-    Populate(begin, end, pg, &done, static_cast<uint64_t>(end - begin), progress);
-    return;
-  }
-  const uint64_t total = static_cast<uint64_t>(end - begin) - embd.n_bytes;
-  Populate(begin, embd.data, pg, &done, total, progress);
-  Populate(embd.data + embd.n_bytes, end, pg, &done, total, progress);
+  if (m.tied_output() || embd.data < begin || embd.data + embd.n_bytes > end) return {{begin, end}};
+  return {{begin, embd.data}, {embd.data + embd.n_bytes, end}};
 }
 
 // EMBER_REPACK=0 (or off/false/no) vetoes repacking whatever the options say, e.g. for A/B timing.
@@ -147,9 +120,15 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const En
       e->tokenizer_ = std::move(*tok);
     });
   }
+  // Maps the weight pages now (MADV_POPULATE_READ; reads them from disk too when they are not cached),
+  // so the first forward pass does not take ~7k page faults on the critical path, on 2 MiB pages where
+  // the kernel can (engine/weight_pages.h). Nothing is copied: the weights stay in the shared mapping.
+  if (const std::vector<WeightRange> ranges = StreamedRanges(*e->model_); !ranges.empty()) {
+    SystemPageOps ops(*e->model_->gguf().region());
+    e->weight_pages_ = PlaceWeights(ops, ranges, {options.prefault_weights, options.huge_pages, options.load_progress});
+  }
   if (e->opts_.threads <= 0) e->opts_.threads = kernels::PhysicalCoreCount();
   e->pool_ = std::make_unique<kernels::ThreadPool>(e->opts_.threads);
-  if (options.prefault_weights) PrefaultWeights(*e->model_, options.load_progress);
   Status pack_status = Status::Ok();
   if (options.repack_weights && RepackAllowedByEnvironment()) {
     MutexLock lock(&e->pool_mu_);  // the pool's one owner (uncontended: nothing else has the engine yet)

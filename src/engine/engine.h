@@ -25,6 +25,7 @@
 #include "engine/sampler.h"
 #include "engine/speculative_options.h"
 #include "engine/step_context.h"
+#include "engine/weight_pages.h"
 #include "grammar/token_constraint.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_state.h"
@@ -45,6 +46,7 @@ struct EngineOptions {
   int32_t kv_block_size = 32;
   bool load_tokenizer = true;    // false: ids only (no tokenizer keys needed)
   bool prefault_weights = true;  // map the weight pages at load (overlapped with the tokenizer build)
+  bool huge_pages = true;        // ... on 2 MiB pages where the kernel can (engine/weight_pages.h)
   // Repack the matmul weights the CPU has packed GEMM kernels for (AVX-512 VNNI: Q8_0, Q4_0, Q4_K,
   // Q5_K, Q6_K) into private copies that replace their mapped pages (Model::PackWeights; results are bitwise
   // the same, prefill is faster). EMBER_REPACK=0 in the environment turns it off too.
@@ -142,6 +144,8 @@ class Engine {
   const EngineOptions& options() const { return opts_; }
   int threads() const { return opts_.threads; }  // the pool's size: Load made the pool with it
   KvConfig kv_config() const { return model_->MakeKvConfig(opts_.kv_dtype, opts_.kv_block_size); }
+  // How Load placed the weight pages (all zero for a model too large to populate).
+  const WeightPages& weight_pages() const { return weight_pages_; }
 
   // all_logits: the sequence can Evaluate (logits for every position; more memory).
   StatusOr<std::unique_ptr<Sequence>> NewSequence(bool all_logits = false) const;
@@ -177,6 +181,7 @@ class Engine {
   EngineOptions opts_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  WeightPages weight_pages_;
   Mutex pool_mu_;  // one forward pass at a time: the pool has one owner thread (kernels/thread_pool.h)
   std::unique_ptr<kernels::ThreadPool> pool_ PT_GUARDED_BY(pool_mu_);
 };

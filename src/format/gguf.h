@@ -68,6 +68,8 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return size_; }
   const uint8_t* bytes() const { return data_; }
+  // The mapping bytes() lies in (Open), or nullptr (Parse of a caller's buffer).
+  const MappedRegion* region() const { return map_.get(); }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }

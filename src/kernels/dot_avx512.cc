@@ -1,5 +1,6 @@
 // The native build of the AVX-512 kernels (dot_avx512_*.inc, AVX-512 enabled per function through
 // EMBER_AVX512) and their runtime dispatch.
+#include <cmath>
 #include <cstring>
 
 #include "kernels/avx2_util.h"
@@ -18,6 +19,7 @@
 namespace ember::kernels::avx512 {
 #include "kernels/dot_avx512_float.inc"
 #include "kernels/dot_avx512_q32.inc"
+#include "kernels/dot_avx512_kquants.inc"
 }  // namespace ember::kernels::avx512
 #pragma GCC diagnostic pop
 
@@ -26,7 +28,8 @@ namespace ember::kernels {
 DotFn Avx512DotFn(GgmlType type) {
   if (!CpuHasAvx512()) return nullptr;
   if (DotFn f = avx512::FloatDotFn(type)) return f;
-  return avx512::Block32DotFn(type);  // no K-quant kernels: nullptr, the caller falls back to AVX2
+  if (DotFn f = avx512::KQuantDotFn(type)) return f;
+  return avx512::Block32DotFn(type);
 }
 
 }  // namespace ember::kernels

@@ -41,7 +41,27 @@ void ThreadPool::Partition(int64_t n, int parts, int i, int64_t* begin, int64_t*
   *end = *begin + base + (i < extra ? 1 : 0);
 }
 
+bool ThreadPool::ClaimGuided(int64_t* b, int64_t* e) {
+  int64_t at = next_.load(std::memory_order_relaxed);
+  int64_t end;
+  do {
+    if (at >= job_n_) return false;
+    // Half a thread's share of what is left, but at most ~1/8 of its share of the whole: a thread
+    // the machine stalls then holds up no more than ParallelForChunks' chunks would.
+    const int64_t want = std::max<int64_t>(1, std::min((job_n_ - at) / (2 * n_threads_), job_n_ / (8 * n_threads_)));
+    end = std::min(job_n_, at + (want + job_chunk_ - 1) / job_chunk_ * job_chunk_);
+  } while (!next_.compare_exchange_weak(at, end, std::memory_order_relaxed));
+  *b = at;
+  *e = end;
+  return true;
+}
+
 void ThreadPool::RunShare(int index) {
+  if (job_guided_) {
+    int64_t b, e;
+    while (ClaimGuided(&b, &e)) (*job_fn_)(b, e, index);
+    return;
+  }
   if (job_chunk_ > 0) {
     for (;;) {
       const int64_t b = next_.fetch_add(job_chunk_, std::memory_order_relaxed);
@@ -54,15 +74,23 @@ void ThreadPool::RunShare(int index) {
   if (b < e) (*job_fn_)(b, e, index);
 }
 
-void ThreadPool::ParallelFor(int64_t n, const RangeFn& fn) { Run(n, 0, fn); }
+void ThreadPool::ParallelFor(int64_t n, const RangeFn& fn) { Run(n, 0, false, fn); }
 
 void ThreadPool::ParallelForChunks(int64_t n, int64_t chunk, const RangeFn& fn) {
-  Run(n, std::max<int64_t>(1, chunk), fn);
+  Run(n, std::max<int64_t>(1, chunk), false, fn);
 }
 
-void ThreadPool::Run(int64_t n, int64_t chunk, const RangeFn& fn) {
+void ThreadPool::ParallelForGuided(int64_t n, int64_t granule, const RangeFn& fn) {
+  Run(n, std::max<int64_t>(1, granule), true, fn);
+}
+
+void ThreadPool::Run(int64_t n, int64_t chunk, bool guided, const RangeFn& fn) {
   if (n <= 0) return;
-  if (chunk > 0 && (n_threads_ == 1 || chunk >= n)) {  // one thread's worth: run the chunks here
+  if (chunk > 0 && (n_threads_ == 1 || chunk >= n)) {  // one thread's worth: run it here
+    if (guided) {
+      fn(0, n, 0);
+      return;
+    }
     for (int64_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk), 0);
     return;
   }
@@ -73,6 +101,7 @@ void ThreadPool::Run(int64_t n, int64_t chunk, const RangeFn& fn) {
   job_fn_ = &fn;
   job_n_ = n;
   job_chunk_ = chunk;
+  job_guided_ = guided;
   next_.store(0, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {

@@ -45,20 +45,30 @@ class ThreadPool {
   // results do not depend on it (every kernel here). chunk < 1 is treated as 1.
   void ParallelForChunks(int64_t n, int64_t chunk, const RangeFn& fn);
 
+  // Like ParallelForChunks, but chunks shrink as the work runs out ("guided"): each claim takes
+  // remaining / (2 * size()) indices, capped at n / (8 * size()) and rounded up to a multiple of
+  // `granule` (< 1: 1), so the last claims are one granule and the threads finish within about a
+  // granule of each other, where fixed chunks leave one idle for half a chunk on average. Every chunk
+  // starts at a multiple of `granule`.
+  void ParallelForGuided(int64_t n, int64_t granule, const RangeFn& fn);
+
   // The static partition used by ParallelFor: range of thread `i` out of `parts` over [0, n).
   static void Partition(int64_t n, int parts, int i, int64_t* begin, int64_t* end);
 
  private:
   void WorkerLoop(int index);
   void RunShare(int index);
-  void Run(int64_t n, int64_t chunk, const RangeFn& fn);
+  void Run(int64_t n, int64_t chunk, bool guided, const RangeFn& fn);
+  // The next guided chunk [*b, *e) claimed from next_; false when none is left.
+  bool ClaimGuided(int64_t* b, int64_t* e);
 
   const int n_threads_;
   std::vector<std::thread> workers_;
   // Published job: workers spin on generation_, then fall back to the condition variable.
   const RangeFn* job_fn_ = nullptr;
   int64_t job_n_ = 0;
-  int64_t job_chunk_ = 0;             // 0: static partition; else chunk size claimed from next_
+  int64_t job_chunk_ = 0;             // 0: static partition; else chunk size (granule) claimed from next_
+  bool job_guided_ = false;           // chunks shrink with what is left (ParallelForGuided)
   std::atomic<int64_t> next_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};

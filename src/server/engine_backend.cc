@@ -508,6 +508,11 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
     return eo;
   }(), bar));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
+  if (const WeightPages& wp = engine->weight_pages(); wp.bytes > 0) {  // decode speed depends on it
+    std::fprintf(stderr, "ember: weights %.0f MB, %.0f%% on 2 MiB pages%s\n", static_cast<double>(wp.bytes) / 1e6,
+                 100.0 * static_cast<double>(wp.huge_bytes) / static_cast<double>(wp.bytes),
+                 wp.reread ? " (re-read from the file once to get them)" : "");
+  }
   EMBER_ASSIGN_OR_RETURN(BatchConfig batch, BatchConfigFor(options, *engine));
   std::unique_ptr<Engine> draft;
   if (batch.spec.mode == SpecMode::kDraft) {

@@ -80,6 +80,16 @@ class MappedRegion {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 
+  // A page-cache hint that never changes the bytes: unmaps [offset, offset + len) from this mapping
+  // and drops the file's cached pages there that no process maps (writing dirty ones out first), so
+  // the next access reads them from the file again (engine/weight_pages.h uses it once to re-cache weights in 2 MiB folios). Returns
+  // false where there is no file cache to drop (the default, e.g. an in-memory Env's region).
+  virtual bool DropCachedPages(size_t offset, size_t len) const {
+    (void)offset;
+    (void)len;
+    return false;
+  }
+
  protected:
   MappedRegion(const uint8_t* data, size_t size) : data_(data), size_(size) {}
 

@@ -1,5 +1,6 @@
 #include "util/mapped_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -34,12 +35,27 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) 
     }
     data = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);  // the mapping keeps the file alive
-  return std::unique_ptr<MappedFile>(new MappedFile(data, size));
+  return std::unique_ptr<MappedFile>(new MappedFile(data, size, fd));
 }
 
 MappedFile::~MappedFile() {
   if (data() != nullptr) ::munmap(const_cast<uint8_t*>(data()), size());
+  ::close(fd_);
+}
+
+bool MappedFile::DropCachedPages(size_t offset, size_t len) const {
+  if (data() == nullptr || offset >= size()) return false;
+  len = std::min(len, size() - offset);
+  // Our own page-table entries first (a shared read-only file mapping: the bytes come back from the
+  // file on the next access), else the cache would keep the pages as mapped.
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data()) + offset;
+  const uintptr_t lo = p & ~static_cast<uintptr_t>(page - 1);
+  if (::madvise(reinterpret_cast<void*>(lo), p + len - lo, MADV_DONTNEED) != 0) return false;
+  // Dirty pages (a file written moments ago) are not dropped; write them out first so they can be.
+  (void)::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(len),
+                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+  return ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_DONTNEED) == 0;
 }
 
 }  // namespace ember

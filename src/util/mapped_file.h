@@ -18,8 +18,13 @@ class MappedFile final : public MappedRegion {
   static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
   ~MappedFile() override;
 
+  // MADV_DONTNEED on the mapping's pages, then POSIX_FADV_DONTNEED on the file's.
+  bool DropCachedPages(size_t offset, size_t len) const override;
+
  private:
-  MappedFile(const uint8_t* data, size_t size) : MappedRegion(data, size) {}
+  MappedFile(const uint8_t* data, size_t size, int fd) : MappedRegion(data, size), fd_(fd) {}
+
+  const int fd_;  // kept open (read-only) for DropCachedPages' fadvise
 };
 
 }  // namespace ember

@@ -5,6 +5,7 @@
 // native build is checked too where the CPU has the features, and must be unavailable otherwise.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,7 @@
 namespace ember::kernels::avx512_emulated {
 #include "kernels/dot_avx512_float.inc"
 #include "kernels/dot_avx512_q32.inc"
+#include "kernels/dot_avx512_kquants.inc"
 }  // namespace ember::kernels::avx512_emulated
 
 namespace ember::kernels {
@@ -44,6 +46,7 @@ constexpr int64_t kTokens = 5;
 
 DotFn EmulatedDotFn(GgmlType type) {
   if (DotFn f = avx512_emulated::FloatDotFn(type)) return f;
+  if (DotFn f = avx512_emulated::KQuantDotFn(type)) return f;
   return avx512_emulated::Block32DotFn(type);
 }
 
@@ -222,8 +225,70 @@ TEST(Avx512EmulatedTest, ExtremeBlocksMatchReferenceBitwise) {
   }
 }
 
-TEST(Avx512EmulatedTest, NoKQuantKernels) {
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) EXPECT_EQ(EmulatedDotFn(type), nullptr);
+// Q4_K and Q5_K have AVX-512 kernels; Q6_K does not (MatMul uses its AVX2 kernel).
+constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K};
+
+TEST(Avx512EmulatedTest, NoQ6KKernel) { EXPECT_EQ(EmulatedDotFn(GgmlType::Q6_K), nullptr); }
+
+TEST(Avx512EmulatedTest, KQuantTypesMatchReferenceBitwise) {
+  for (GgmlType type : kKTypes) {
+    for (int64_t nsb : {1, 2, 6, 16}) {
+      ExpectBitwiseReference(EmulatedDotFn(type), RandomCase(type, nsb * 256, static_cast<uint32_t>(nsb * 5 + static_cast<int>(type))));
+    }
+  }
+}
+
+// Raw K-quant super-blocks at the extremes (every quant, six-bit scale and min at its maximum; all
+// zero; random bytes) against hand-made Q8_K activations, -128 and +127 included (beyond what
+// quantization gives, so every int16 bound is exercised).
+TEST(Avx512EmulatedTest, ExtremeKQuantBlocksMatchReferenceBitwise) {
+  std::mt19937 rng(11);
+  for (GgmlType type : kKTypes) {
+    const uint32_t bb = TypeInfo(type).block_bytes;
+    const int64_t nsb = 3, n_in = nsb * 256;
+    for (int wp = 0; wp < 3; ++wp) {
+      std::vector<uint8_t> row(bb * nsb);
+      for (size_t i = 0; i < row.size(); ++i) {
+        row[i] = wp == 0 ? 0xFF : wp == 1 ? 0x00 : static_cast<uint8_t>(rng());
+      }
+      for (int64_t b = 0; b < nsb; ++b) {  // fp16 scales: finite, both signs
+        uint8_t* p = row.data() + b * bb;
+        const uint16_t d = F32ToFp16(b % 2 ? -1.5f : 0.75f), dmin = F32ToFp16(0.5f);
+        std::memcpy(p, &d, 2);
+        std::memcpy(p + 2, &dmin, 2);
+      }
+      for (int ap = 0; ap < 4; ++ap) {
+        std::vector<int8_t> q(static_cast<size_t>(n_in * kTokens));
+        for (size_t i = 0; i < q.size(); ++i) {
+          q[i] = static_cast<int8_t>(ap == 0 ? -128 : ap == 1 ? 127 : ap == 2 ? (i % 2 ? -128 : 127) : static_cast<int>(rng() % 256) - 128);
+        }
+        std::vector<float> d(static_cast<size_t>(nsb * kTokens));
+        for (size_t i = 0; i < d.size(); ++i) d[i] = 0.01f * static_cast<float>(i + 1);
+        std::vector<int32_t> sums(static_cast<size_t>(nsb * 16 * kTokens));
+        for (size_t g = 0; g < sums.size(); ++g) {
+          for (int i = 0; i < 16; ++i) sums[g] += q[g * 16 + i];
+        }
+        const DotFn fn = EmulatedDotFn(type), ref = ReferenceDotFn(type);
+        ASSERT_NE(fn, nullptr);
+        for (int n_acts = 1; n_acts <= kMaxTile; ++n_acts) {
+          ActRow tile[kMaxTile];
+          float got[kMaxTile], want[kMaxTile];
+          for (int j = 0; j < n_acts; ++j) {
+            tile[j].q = q.data() + j * n_in;
+            tile[j].d = d.data() + j * nsb;
+            tile[j].sum = sums.data() + j * nsb * 16;
+            ref(row.data(), n_in, &tile[j], 1, &want[j], 1);
+          }
+          fn(row.data(), n_in, tile, n_acts, got, 1);
+          for (int j = 0; j < n_acts; ++j) {
+            ASSERT_EQ(F2Bits(got[j]), F2Bits(want[j])) << GgmlTypeName(type) << " weights=" << wp << " acts=" << ap
+                                                       << " n_acts=" << n_acts << " slot=" << j << ": got " << got[j]
+                                                       << " want " << want[j];
+          }
+        }
+      }
+    }
+  }
 }
 
 // The native kernels: on a CPU with the features the same checks as above (fewer sizes), otherwise
@@ -234,13 +299,13 @@ TEST(Avx512NativeTest, MatchesReferenceOrUnavailable) {
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                    __builtin_cpu_supports("avx512vnni");
   for (GgmlType type : testing::kAllTypes) {
-    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
-    if (!has || k_quant) {
+    if (!has || type == GgmlType::Q6_K) {
       EXPECT_EQ(Avx512DotFn(type), nullptr) << GgmlTypeName(type) << " has_avx512=" << has;
       continue;
     }
+    const int64_t block = TypeInfo(type).block_elems;
     for (int64_t nb : {1, 9, 17, 100}) {
-      ExpectBitwiseReference(Avx512DotFn(type), RandomCase(type, nb * 32, static_cast<uint32_t>(nb)));
+      ExpectBitwiseReference(Avx512DotFn(type), RandomCase(type, (block == 256 ? (nb + 7) / 8 : nb) * block, static_cast<uint32_t>(nb)));
       if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
         ExpectBitwiseReference(Avx512DotFn(type), RandomCase(type, nb * 32 + 7, static_cast<uint32_t>(nb)));
       }

@@ -48,6 +48,46 @@ TEST(ThreadPoolTest, ChunksCoverEveryIndexOnce) {
   }
 }
 
+// Guided chunks: every index once, chunks start at multiples of the granule, sizes never grow and
+// end at one granule (or the remainder) once the work runs out.
+TEST(ThreadPoolTest, GuidedChunksCoverEveryIndexOnceAndShrink) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 100, 1001, 4096}) {
+      for (int64_t granule : {0, 1, 16, 5000}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> chunks;
+        std::atomic<int> bad{0};
+        pool.ParallelForGuided(n, granule, [&](int64_t b, int64_t e, int t) {
+          if (b >= e || t < 0 || t >= threads) bad++;
+          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+          std::lock_guard<std::mutex> lk(mu);
+          chunks.emplace_back(b, e);
+        });
+        ASSERT_EQ(bad.load(), 0);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " granule=" << granule;
+        std::sort(chunks.begin(), chunks.end());
+        const int64_t g = std::max<int64_t>(1, granule);
+        for (size_t k = 0; k < chunks.size(); ++k) {
+          ASSERT_EQ(chunks[k].first % g, 0) << "n=" << n << " granule=" << granule;
+          if (k + 1 < chunks.size() && k > 0) {
+            ASSERT_LE(chunks[k + 1].second - chunks[k + 1].first, chunks[k].second - chunks[k].first)
+                << "a later chunk is larger: n=" << n << " granule=" << granule;
+          }
+        }
+        if (threads > 1 && n >= 4 * g * threads) {
+          ASSERT_GT(chunks.size(), 2u);
+          const int64_t cap = std::max<int64_t>(n / (8 * threads), 1);
+          ASSERT_LE(chunks.front().second - chunks.front().first, (cap + g - 1) / g * g) << "capped at 1/8 of a share";
+          ASSERT_LE(chunks.back().second - chunks.back().first, g);
+          ASSERT_LT(chunks.size(), static_cast<size_t>(n / g)) << "guided claims should be fewer than granules";
+        }
+      }
+    }
+  }
+}
+
 // With one worker stalled, the others take the remaining chunks (a static split would wait for it).
 TEST(ThreadPoolTest, ChunksFlowAroundAStalledThread) {
   ThreadPool pool(2);

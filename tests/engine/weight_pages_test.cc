@@ -1,0 +1,188 @@
+// engine/weight_pages.h: the placement decisions against a simulated page cache, the smaps parser, and
+// the real calls on a real file (bytes unchanged across a drop and re-read; consistent counts).
+#include "engine/weight_pages.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace ember {
+namespace {
+
+// A page cache in 2 MiB chunks: each chunk is cached small, cached huge, or not cached. Populate maps
+// what is cached and reads in what is not (huge when advised and the "kernel" can); Drop evicts.
+class FakePageOps final : public PageOps {
+ public:
+  FakePageOps(const uint8_t* base, size_t chunks, bool kernel_can) : base_(base), kernel_can_(kernel_can) {
+    state_.assign(chunks, State::kSmall);
+  }
+  enum class State { kUncached, kSmall, kHuge };
+
+  void AdviseHuge(const uint8_t* b, size_t n, bool huge) override {
+    (void)b;
+    (void)n;
+    advised_ = huge;
+  }
+  void Populate(const uint8_t* b, size_t n) override {
+    ++populates_;
+    for (size_t c = First(b); c < End(b, n); ++c) {
+      if (state_[c] == State::kUncached) state_[c] = kernel_can_ && advised_ ? State::kHuge : State::kSmall;
+    }
+  }
+  bool Drop(const uint8_t* b, size_t n) override {
+    dropped_bytes_ += n;
+    for (size_t c = First(b); c < End(b, n); ++c) state_[c] = State::kUncached;
+    return true;
+  }
+  uint64_t HugeMappedBytes(const uint8_t* b, size_t n) override {
+    uint64_t t = 0;
+    for (size_t c = First(b); c < End(b, n); ++c) t += state_[c] == State::kHuge ? kHugePageBytes : 0;
+    return t;
+  }
+
+  std::vector<State> state_;
+  uint64_t dropped_bytes_ = 0;
+  int populates_ = 0;
+
+ private:
+  size_t First(const uint8_t* b) const { return static_cast<size_t>(b - base_) / kHugePageBytes; }
+  size_t End(const uint8_t* b, size_t n) const {
+    return std::min(state_.size(), (static_cast<size_t>(b - base_) + n + kHugePageBytes - 1) / kHugePageBytes);
+  }
+  const uint8_t* base_;
+  bool kernel_can_;
+  bool advised_ = false;
+};
+
+// A 2 MiB-aligned fake address space of `chunks` chunks (never dereferenced).
+const uint8_t* FakeBase() { return reinterpret_cast<const uint8_t*>(uintptr_t{64} << 30); }
+
+TEST(WeightPagesTest, SmallFoliosAreReReadOnceWhenTheProbeComesBackHuge) {
+  FakePageOps ops(FakeBase(), 10, /*kernel_can=*/true);
+  const WeightRange r{FakeBase(), FakeBase() + 10 * kHugePageBytes};
+  const WeightPages p = PlaceWeights(ops, std::span(&r, 1), {});
+  EXPECT_TRUE(p.reread);
+  EXPECT_EQ(p.bytes, 10 * kHugePageBytes);
+  EXPECT_EQ(p.huge_capable, 10 * kHugePageBytes);
+  EXPECT_EQ(p.huge_bytes, 10 * kHugePageBytes);
+  for (auto s : ops.state_) EXPECT_EQ(s, FakePageOps::State::kHuge);
+  EXPECT_EQ(ops.dropped_bytes_, 11 * kHugePageBytes);  // the probe chunk, then everything
+}
+
+TEST(WeightPagesTest, AKernelThatCachesSmallFoliosCostsOnlyTheProbe) {
+  FakePageOps ops(FakeBase(), 10, /*kernel_can=*/false);
+  const WeightRange r{FakeBase(), FakeBase() + 10 * kHugePageBytes};
+  const WeightPages p = PlaceWeights(ops, std::span(&r, 1), {});
+  EXPECT_FALSE(p.reread);
+  EXPECT_EQ(p.huge_bytes, 0u);
+  EXPECT_EQ(ops.dropped_bytes_, kHugePageBytes);
+}
+
+TEST(WeightPagesTest, MostlyHugeAlreadyIsLeftAlone) {
+  FakePageOps ops(FakeBase(), 10, /*kernel_can=*/true);
+  for (size_t c = 0; c < 9; ++c) ops.state_[c] = FakePageOps::State::kHuge;
+  const WeightRange r{FakeBase(), FakeBase() + 10 * kHugePageBytes};
+  const WeightPages p = PlaceWeights(ops, std::span(&r, 1), {});
+  EXPECT_FALSE(p.reread);
+  EXPECT_EQ(p.huge_bytes, 9 * kHugePageBytes);
+  EXPECT_EQ(ops.dropped_bytes_, 0u);
+}
+
+TEST(WeightPagesTest, AHugeProbeChunkStillProvesTheKernelCan) {
+  FakePageOps ops(FakeBase(), 10, /*kernel_can=*/true);
+  ops.state_[0] = FakePageOps::State::kHuge;  // the probe's chunk is huge already: dropping it loses 2 MiB first
+  const WeightRange r{FakeBase(), FakeBase() + 10 * kHugePageBytes};
+  EXPECT_TRUE(PlaceWeights(ops, std::span(&r, 1), {}).reread);
+}
+
+TEST(WeightPagesTest, OffOrNotPopulatingDropsNothing) {
+  FakePageOps off(FakeBase(), 10, true), lazy(FakeBase(), 10, true);
+  const WeightRange r{FakeBase(), FakeBase() + 10 * kHugePageBytes};
+  const WeightPages a = PlaceWeights(off, std::span(&r, 1), {.populate = true, .huge = false});
+  EXPECT_EQ(a.huge_bytes, 0u);
+  EXPECT_EQ(off.dropped_bytes_, 0u);
+  EXPECT_EQ(off.populates_, 1);
+  const WeightPages b = PlaceWeights(lazy, std::span(&r, 1), {.populate = false, .huge = true});
+  EXPECT_EQ(lazy.populates_, 0);
+  EXPECT_EQ(lazy.dropped_bytes_, 0u);
+  EXPECT_EQ(b.bytes, 10 * kHugePageBytes);
+}
+
+TEST(WeightPagesTest, OnlyWholeAlignedChunksCountAsCapable) {
+  FakePageOps ops(FakeBase(), 4, /*kernel_can=*/false);
+  // [0.5 MiB, 3.5 MiB) holds no whole aligned chunk ([2, 4) MiB is cut at 3.5).
+  const WeightRange r{FakeBase() + kHugePageBytes / 4, FakeBase() + 7 * kHugePageBytes / 4};
+  EXPECT_EQ(PlaceWeights(ops, std::span(&r, 1), {}).huge_capable, 0u);
+  const WeightRange two[] = {{FakeBase(), FakeBase() + kHugePageBytes + 5},
+                             {FakeBase() + 2 * kHugePageBytes - 3, FakeBase() + 4 * kHugePageBytes}};
+  EXPECT_EQ(PlaceWeights(ops, two, {}).huge_capable, 3 * kHugePageBytes);
+}
+
+TEST(WeightPagesTest, SmapsParserSumsOverlappingVmasOnly) {
+  const std::string smaps =
+      "7f0000000000-7f0000400000 r--s 00000000 fe:00 12 /m/a.gguf\n"
+      "Size:               4096 kB\n"
+      "FilePmdMapped:      4096 kB\n"
+      "7f0000400000-7f0000a00000 r--s 00400000 fe:00 12 /m/a.gguf\n"
+      "FilePmdMapped:      2048 kB\n"
+      "VmFlags: rd sh mr mw me ms hg\n"
+      "7f0000a00000-7f0000c00000 r--s 00a00000 fe:00 12 /m/a.gguf\n"
+      "FilePmdMapped:   garbage kB\n"
+      "FilePmdMapped:      2048 MB\n"
+      "7f1000000000-7f1000200000 r--s 00000000 fe:00 13 /m/b.gguf\n"
+      "FilePmdMapped:      2048 kB\n";
+  EXPECT_EQ(FilePmdMappedBytes(smaps, 0x7f0000400000, 0x7f0000a00000), 2048u * 1024);
+  EXPECT_EQ(FilePmdMappedBytes(smaps, 0x7f0000000000, 0x7f0000c00000), 6144u * 1024);  // malformed lines skipped
+  EXPECT_EQ(FilePmdMappedBytes(smaps, 0x7f00003ff000, 0x7f0000400001), 6144u * 1024);  // touches both
+  EXPECT_EQ(FilePmdMappedBytes(smaps, 0x7f2000000000, 0x7f3000000000), 0u);
+  EXPECT_EQ(FilePmdMappedBytes("", 0, ~uintptr_t{0}), 0u);
+}
+
+// The real calls: a 24 MiB file written 4 KiB at a time (its page cache in small folios), placed, then
+// read back. Dropping and re-reading must never change a byte, the counts must be consistent, and on a
+// kernel whose page cache does give 2 MiB folios (the probe says so) the whole capable range is huge.
+TEST(WeightPagesTest, RealFileBytesSurviveAndCountsAreConsistent) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.bin");
+  const size_t n = size_t{24} << 20;
+  std::vector<uint8_t> want(n);
+  std::mt19937_64 rng(7);
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(&want[i], &v, 8);
+  }
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (size_t i = 0; i < n; i += 4096) out.write(reinterpret_cast<const char*>(&want[i]), 4096);
+  }
+  auto region = Env::Default()->MapFile(path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  const MappedRegion& m = **region;
+  ASSERT_EQ(m.size(), n);
+  SystemPageOps ops(m);
+  const WeightRange r{m.data() + 4096, m.data() + n};
+  const WeightPages p = PlaceWeights(ops, std::span(&r, 1), {});
+  RecordProperty("reread", p.reread ? "yes" : "no");
+  RecordProperty("huge_bytes", std::to_string(p.huge_bytes));
+  EXPECT_EQ(p.bytes, n - 4096);
+  EXPECT_GE(p.huge_capable, n - 2 * kHugePageBytes);
+  EXPECT_LE(p.huge_bytes, p.huge_capable + 2 * kHugePageBytes);  // whole VMAs are counted
+  if (p.reread) {
+    EXPECT_GE(p.huge_bytes * 10, p.huge_capable * 9) << "a re-read that helped must leave them huge";
+  }
+  EXPECT_EQ(std::memcmp(m.data(), want.data(), n), 0) << "placement changed the mapped bytes";
+  // A second placement finds the cache as the first left it: no second re-read.
+  const WeightPages again = PlaceWeights(ops, std::span(&r, 1), {});
+  EXPECT_FALSE(again.reread && p.reread);
+  EXPECT_EQ(std::memcmp(m.data(), want.data(), n), 0);
+}
+
+}  // namespace
+}  // namespace ember
