@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "support/test_support.h"
@@ -102,14 +103,35 @@ TEST(WeightPagesTest, AHugeProbeChunkStillProvesTheKernelCan) {
   EXPECT_TRUE(PlaceWeights(ops, std::span(&r, 1), {}).reread);
 }
 
+// Populating reports progress per piece of at most 64 MiB; pieces end on 2 MiB boundaries (none splits
+// a huge page) and the last report is the whole.
+TEST(WeightPagesTest, PopulatesInPiecesAndReportsProgress) {
+  FakePageOps ops(FakeBase(), 100, true);
+  const uint8_t* b = FakeBase() + 4096;  // a range that starts mid-chunk
+  const WeightRange ranges[] = {{b, FakeBase() + 70 * kHugePageBytes + 123}, {FakeBase() + 80 * kHugePageBytes, FakeBase() + 81 * kHugePageBytes}};
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  WeightPagesOptions o;
+  o.huge = false;
+  o.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  const WeightPages p = PlaceWeights(ops, ranges, o);
+  ASSERT_EQ(calls.size(), 4u);  // 140 MiB in 3 pieces, then the second range in 1
+  EXPECT_EQ(ops.populates_, 4);
+  const uint64_t piece0 = 32 * kHugePageBytes - 4096;  // the first piece stops at the 2 MiB boundary
+  EXPECT_EQ(calls[0].first, piece0);
+  EXPECT_EQ(calls[1].first, piece0 + 32 * kHugePageBytes);
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i].first, calls[i - 1].first);
+  for (const auto& c : calls) EXPECT_EQ(c.second, p.bytes);
+  EXPECT_EQ(calls.back().first, p.bytes);
+}
+
 TEST(WeightPagesTest, OffOrNotPopulatingDropsNothing) {
   FakePageOps off(FakeBase(), 10, true), lazy(FakeBase(), 10, true);
   const WeightRange r{FakeBase(), FakeBase() + 10 * kHugePageBytes};
-  const WeightPages a = PlaceWeights(off, std::span(&r, 1), {.populate = true, .huge = false});
+  const WeightPages a = PlaceWeights(off, std::span(&r, 1), {.populate = true, .huge = false, .progress = {}});
   EXPECT_EQ(a.huge_bytes, 0u);
   EXPECT_EQ(off.dropped_bytes_, 0u);
   EXPECT_EQ(off.populates_, 1);
-  const WeightPages b = PlaceWeights(lazy, std::span(&r, 1), {.populate = false, .huge = true});
+  const WeightPages b = PlaceWeights(lazy, std::span(&r, 1), {.populate = false, .huge = true, .progress = {}});
   EXPECT_EQ(lazy.populates_, 0);
   EXPECT_EQ(lazy.dropped_bytes_, 0u);
   EXPECT_EQ(b.bytes, 10 * kHugePageBytes);

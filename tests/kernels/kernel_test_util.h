@@ -114,6 +114,8 @@ inline void ExpectMatMulInvariant(const WeightView& w, const std::vector<float>&
       ASSERT_TRUE(BitwiseEqual(got, want)) << "n_tok=" << n_tok << " threads=" << pool->size();
     }
   }
+}
+
 // softmax.cc's documented order written out: v[i] = ExpF(v[i] - max) in place, and the sum of each
 // group of 8 by the Hsum8 tree in f32 added to a double in group order, then the tail one by one.
 inline double ExpSumReference(float* v, int n, float max) {
