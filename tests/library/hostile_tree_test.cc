@@ -18,13 +18,12 @@ namespace {
 using ::ember::testing::TempDir;
 using testing::Find;
 using testing::Hermetic;
+using testing::kDigest;
 using testing::Names;
 using testing::PlaceModel;
 using testing::TinyModel;
 using testing::WriteText;
 namespace fs = std::filesystem;
-
-constexpr const char* kDigest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 std::string ModelLayer(const std::string& digest_json) {
   return R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":)" + digest_json +

@@ -17,6 +17,9 @@ namespace ember::library::testing {
 
 namespace fs = std::filesystem;
 
+// A well-formed sha256 digest for Ollama blob and manifest fixtures.
+inline constexpr const char* kDigest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
 // A 1-layer llama model with the Llama 3 tokenizer, all Q8_0 (about 9 MB), generated on first use.
 inline const std::string& TinyModel() {
   static ::ember::testing::TempDir* dir = new ::ember::testing::TempDir();  // lives until exit

@@ -11,13 +11,12 @@ namespace {
 using ::ember::testing::TempDir;
 using testing::Find;
 using testing::Hermetic;
+using testing::kDigest;
 using testing::Names;
 using testing::PlaceModel;
 using testing::TinyModel;
 using testing::WriteText;
 namespace fs = std::filesystem;
-
-constexpr const char* kDigest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 std::string Manifest(const std::string& digest, uint64_t size) {
   return R"({"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json",)"
