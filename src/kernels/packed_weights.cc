@@ -58,8 +58,9 @@ StatusOr<PackedWeights> PackedWeights::Pack(std::span<WeightView* const> views, 
   out.base_ = base;
   out.mapped_ = mapped;
   (void)madvise(base, mapped, MADV_HUGEPAGE);  // fewer TLB misses streaming them; advisory only
-  for (auto [w, offset] : jobs) {
-    uint8_t* dst = static_cast<uint8_t*>(base) + offset;
+  for (const auto& job : jobs) {
+    WeightView* w = job.first;  // not a structured binding: clang 14 (make thread-safety) cannot capture one
+    uint8_t* dst = static_cast<uint8_t*>(base) + job.second;
     pool.ParallelForChunks(PackedGroups(*w), 16, [&](int64_t g0, int64_t g1, int) { PackGroups(*w, g0, g1, dst); });
     w->packed = dst;
     if (packed_one) packed_one(*w);
