@@ -5,7 +5,6 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -15,6 +14,7 @@
 #include "tiered/ssd_paths.h"
 #include "cli/command.h"
 #include "engine/speculative_options.h"
+#include "library/model_catalog.h"
 #include "server/engine_backend.h"
 #include "server/engine_model_loader.h"
 #include "server/fake_backend.h"
@@ -63,14 +63,6 @@ server::FakeBackend::Options FakeOptions(const ServeOptions& o) {
 StatusOr<std::unique_ptr<server::InferenceBackend>> MakeBackend(const ServeOptions& o) {
   if (o.fake) return std::unique_ptr<server::InferenceBackend>(std::make_unique<server::FakeBackend>(FakeOptions(o)));
   return server::CreateEngineBackend(o);
-}
-
-// $XDG_DATA_HOME/ember, else ~/.local/share/ember: where `make serve` keeps the demo model.
-std::string DataDir() {
-  // The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/') return std::string(x) + "/ember";
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.local/share/ember";
-  return "";
 }
 
 // The flags that name or change one model, refused with several.
@@ -385,8 +377,9 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
     // the other tools' stores included; --models-dir alone means its folders and the data dir only.
     opts.multi_model = !opts.fake_models.empty() || !opts.models_dirs.empty() || (opts.model_path.empty() && !opts.fake);
     opts.model_stores = opts.model_path.empty() && opts.models_dirs.empty();
-    opts.models_data_dir = DataDir();
-    if (const char* home = std::getenv("HOME"); home != nullptr) opts.models_home = home;
+    const library::ScanOptions scan = library::ProcessScanOptions();  // $XDG_DATA_HOME/ember and $HOME
+    opts.models_data_dir = scan.data_dir;
+    opts.models_home = scan.home;
     opts.ssd_cache_verify = *verify == "on";
     opts.completion_prompt_specials = *prompt_specials == "on";
     opts.progress = ShowProgress();  // load and hashing bars, on a terminal only

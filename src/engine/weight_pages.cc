@@ -38,12 +38,6 @@ WeightRange HugeInner(const WeightRange& r) {
 
 size_t Size(const WeightRange& r) { return static_cast<size_t>(r.end - r.begin); }
 
-uint64_t HugeTotal(PageOps& ops, std::span<const WeightRange> ranges) {
-  uint64_t total = 0;
-  for (const WeightRange& r : ranges) total += ops.HugeMappedBytes(r.begin, Size(r));
-  return total;
-}
-
 bool ParseHex(std::string_view s, uintptr_t* v) {
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v, 16);
   return ec == std::errc() && p == s.data() + s.size();
@@ -91,13 +85,16 @@ bool SystemPageOps::Drop(const uint8_t* b, size_t n) {
   return region_.DropCachedPages(static_cast<size_t>(b - region_.data()), n);
 }
 
-uint64_t SystemPageOps::HugeMappedBytes(const uint8_t* b, size_t n) {
+uint64_t SystemPageOps::HugeMappedBytes(std::span<const WeightRange> ranges) {
   // /proc is a machine fact, read directly (docs/conventions.md "Files go through the Env").
   std::ifstream in("/proc/self/smaps");
   if (!in) return 0;
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(b);
-  return FilePmdMappedBytes(text, lo, lo + n);
+  uint64_t total = 0;
+  for (const WeightRange& r : ranges) {
+    total += FilePmdMappedBytes(text, reinterpret_cast<uintptr_t>(r.begin), reinterpret_cast<uintptr_t>(r.end));
+  }
+  return total;
 }
 
 uint64_t FilePmdMappedBytes(std::string_view smaps, uintptr_t lo, uintptr_t hi) {
@@ -139,7 +136,7 @@ WeightPages PlaceWeights(PageOps& ops, std::span<const WeightRange> ranges, cons
   if (!options.populate) return out;
   PopulateAll(ops, ranges, out.bytes, options.progress);
   if (!options.huge || out.huge_capable == 0) return out;
-  out.huge_bytes = HugeTotal(ops, ranges);
+  out.huge_bytes = ops.HugeMappedBytes(ranges);
   if (out.huge_bytes * 10 >= out.huge_capable * 9) return out;
   // Probe: does a re-read of one chunk come back huge? Counted across its own drop, so a chunk that
   // was huge already proves it as well as one that was not.
@@ -152,9 +149,9 @@ WeightPages PlaceWeights(PageOps& ops, std::span<const WeightRange> ranges, cons
     }
   }
   if (!ops.Drop(probe.begin, kHugePageBytes)) return out;
-  const uint64_t dropped = HugeTotal(ops, ranges);
+  const uint64_t dropped = ops.HugeMappedBytes(ranges);
   ops.Populate(probe.begin, kHugePageBytes);
-  const uint64_t refilled = HugeTotal(ops, ranges);
+  const uint64_t refilled = ops.HugeMappedBytes(ranges);
   if (refilled < dropped + kHugePageBytes) {
     out.huge_bytes = refilled;
     return out;  // this kernel or file system caches the file in small folios: re-reading cannot help
@@ -164,7 +161,7 @@ WeightPages PlaceWeights(PageOps& ops, std::span<const WeightRange> ranges, cons
   }
   PopulateAll(ops, ranges, out.bytes, options.progress);
   out.reread = true;
-  out.huge_bytes = HugeTotal(ops, ranges);
+  out.huge_bytes = ops.HugeMappedBytes(ranges);
   return out;
 }
 

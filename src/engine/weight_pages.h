@@ -30,6 +30,11 @@ namespace ember {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
+struct WeightRange {
+  const uint8_t* begin = nullptr;
+  const uint8_t* end = nullptr;
+};
+
 // The OS calls PlaceWeights makes (a seam: its decisions are unit-tested with a fake). Ranges are
 // byte ranges of the mapping; implementations round them to pages as the call needs.
 class PageOps {
@@ -38,27 +43,23 @@ class PageOps {
   virtual void AdviseHuge(const uint8_t* b, size_t n, bool huge) = 0;  // MADV_HUGEPAGE / NOHUGEPAGE
   virtual void Populate(const uint8_t* b, size_t n) = 0;    // MADV_POPULATE_READ (WILLNEED if absent)
   virtual bool Drop(const uint8_t* b, size_t n) = 0;        // MappedRegion::DropCachedPages
-  // Bytes of [b, b + n)'s mappings (whole VMAs that overlap it) mapped with 2 MiB pages.
-  virtual uint64_t HugeMappedBytes(const uint8_t* b, size_t n) = 0;
+  // Bytes mapped with 2 MiB pages in each range's mappings (whole VMAs that overlap it), summed over
+  // the ranges.
+  virtual uint64_t HugeMappedBytes(std::span<const WeightRange> ranges) = 0;
 };
 
 // The real calls on `region` (the file mapping the weights lie in). HugeMappedBytes reads
-// /proc/self/smaps (FilePmdMapped of the overlapping VMAs).
+// /proc/self/smaps once per call (FilePmdMapped of the overlapping VMAs).
 class SystemPageOps final : public PageOps {
  public:
   explicit SystemPageOps(const MappedRegion& region) : region_(region) {}
   void AdviseHuge(const uint8_t* b, size_t n, bool huge) override;
   void Populate(const uint8_t* b, size_t n) override;
   bool Drop(const uint8_t* b, size_t n) override;
-  uint64_t HugeMappedBytes(const uint8_t* b, size_t n) override;
+  uint64_t HugeMappedBytes(std::span<const WeightRange> ranges) override;
 
  private:
   const MappedRegion& region_;
-};
-
-struct WeightRange {
-  const uint8_t* begin = nullptr;
-  const uint8_t* end = nullptr;
 };
 
 struct WeightPagesOptions {

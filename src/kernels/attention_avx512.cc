@@ -1,7 +1,6 @@
 // The native build of the AVX-512 attention kernels (attention_avx512.inc) and their switch.
 #include "kernels/attention_avx512.h"
 
-#include <cstdlib>
 #include <limits>
 
 #include "kernels/attention_head.h"
@@ -31,7 +30,7 @@ bool g_attn_avx512_enabled = true;  // SetAttentionAvx512Enabled
 
 bool AttnAvx512Active() {
   static const bool available =
-      CpuHasAvx512() && ParseKernelCeiling(std::getenv("EMBER_KERNELS")) >= KernelTier::kAvx512;
+      CpuHasAvx512() && KernelCeiling() >= KernelTier::kAvx512;
   return available && g_attn_avx512_enabled;
 }
 

@@ -7,6 +7,7 @@
 #include "kernels/avx512_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dot_kernels.h"
+#include "kernels/kquant_scales.h"
 
 // GCC 12.2's AVX-512 headers fill "don't care" operands with _mm512_undefined_*() (a self-initialised
 // variable), which -W(maybe-)uninitialized reports once inlined: a false positive (GCC PR 105593).

@@ -45,6 +45,9 @@ DotFn Avx512DotFn(GgmlType type);
 enum class KernelTier { kScalar, kAvx2, kAvx512 };
 // EMBER_KERNELS's value -> ceiling; nullptr or an unknown value -> kAvx512 (no ceiling).
 KernelTier ParseKernelCeiling(const char* value);
+// The process's ceiling: EMBER_KERNELS parsed on first use (an unknown value is reported once and
+// ignored). Every kernel family (matmul, attention) reads it here.
+KernelTier KernelCeiling();
 // The kernel for `type` under `ceiling` (never nullptr for a type MatMul supports); *tier, when
 // given, receives the tier it belongs to.
 DotFn SelectDotFn(GgmlType type, KernelTier ceiling, KernelTier* tier = nullptr);

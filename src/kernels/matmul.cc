@@ -137,18 +137,6 @@ int64_t RowChunk(int64_t rows, int threads) {
   return (want + kRowBlock - 1) / kRowBlock * kRowBlock;
 }
 
-// EMBER_KERNELS, read once (on first use); an unknown value is reported and ignored.
-KernelTier Ceiling() {
-  static const KernelTier c = [] {
-    const char* v = std::getenv("EMBER_KERNELS");
-    const KernelTier t = ParseKernelCeiling(v);
-    if (v != nullptr && t == KernelTier::kAvx512 && std::string_view(v) != "avx512") {
-      std::fprintf(stderr, "ember: EMBER_KERNELS=%s ignored (expected scalar, avx2 or avx512)\n", v);
-    }
-    return t;
-  }();
-  return c;
-}
 
 bool g_gemm_enabled = true;       // SetGemmEnabled
 bool g_gemm_vnni_enabled = true;  // SetGemmVnniEnabled
@@ -159,10 +147,10 @@ bool g_packed_enabled = true;     // SetPackedGemmEnabled
 // bitwise equal to every tier's row kernel, so mixing them is safe).
 Kernels PickKernels(GgmlType type) {
   Kernels k;
-  k.dot = SelectDotFn(type, Ceiling());
+  k.dot = SelectDotFn(type, KernelCeiling());
   if (!g_gemm_enabled) return k;
-  if (g_gemm_vnni_enabled && Ceiling() >= KernelTier::kAvx512) k.gemm = VnniGemmFn(type);
-  if (k.gemm == nullptr && Ceiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
+  if (g_gemm_vnni_enabled && KernelCeiling() >= KernelTier::kAvx512) k.gemm = VnniGemmFn(type);
+  if (k.gemm == nullptr && KernelCeiling() >= KernelTier::kAvx2) k.gemm = Avx2GemmFn(type);
   if (g_gemm_vnni_enabled && g_packed_enabled && PackedKernelAvailable(type)) k.packed = ZmmPackedGemmFn(type);
   return k;
 }
@@ -199,6 +187,19 @@ Status CheckWeight(const WeightView& w) {
   return Status::Ok();
 }
 
+// EMBER_KERNELS, read once (on first use); an unknown value is reported and ignored.
+KernelTier KernelCeiling() {
+  static const KernelTier c = [] {
+    const char* v = std::getenv("EMBER_KERNELS");
+    const KernelTier t = ParseKernelCeiling(v);
+    if (v != nullptr && t == KernelTier::kAvx512 && std::string_view(v) != "avx512") {
+      std::fprintf(stderr, "ember: EMBER_KERNELS=%s ignored (expected scalar, avx2 or avx512)\n", v);
+    }
+    return t;
+  }();
+  return c;
+}
+
 KernelTier ParseKernelCeiling(const char* value) {
   const std::string_view v = value != nullptr ? value : "";
   if (v == "scalar") return KernelTier::kScalar;
@@ -225,12 +226,12 @@ void SetGemmVnniEnabled(bool enabled) { g_gemm_vnni_enabled = enabled; }
 void SetPackedGemmEnabled(bool enabled) { g_packed_enabled = enabled; }
 
 bool PackedKernelAvailable(GgmlType type) {
-  return Ceiling() >= KernelTier::kAvx512 && ZmmPackedGemmFn(type) != nullptr;
+  return KernelCeiling() >= KernelTier::kAvx512 && ZmmPackedGemmFn(type) != nullptr;
 }
 
 const char* MatMulBackendName() {
   KernelTier tier;
-  SelectDotFn(GgmlType::Q8_0, Ceiling(), &tier);
+  SelectDotFn(GgmlType::Q8_0, KernelCeiling(), &tier);
   switch (tier) {
     case KernelTier::kAvx512: return "avx512";
     case KernelTier::kAvx2: return "avx2";

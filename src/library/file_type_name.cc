@@ -1,5 +1,7 @@
 #include "library/file_type_name.h"
 
+#include <cctype>
+
 namespace ember::library {
 
 std::string FileTypeName(int64_t file_type) {
@@ -40,6 +42,11 @@ std::string FileTypeName(int64_t file_type) {
     case 38: return "MXFP4_MOE";
     default: return "";
   }
+}
+
+std::string QuantLabel(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
 }
 
 }  // namespace ember::library

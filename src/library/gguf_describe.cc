@@ -14,11 +14,6 @@
 namespace ember::library {
 namespace {
 
-std::string UpperCase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-  return s;
-}
-
 // One line for the table: the reader's messages start with the file's path, which the row shows already.
 std::string Reason(const Status& st, const std::string& path) {
   std::string m = st.message();
@@ -62,7 +57,7 @@ void FillColumns(const GgufFile& f, ModelRecord* r) {
   r->arch = s->arch;
   r->parameters = s->n_params;
   r->context_length = s->n_ctx;
-  r->quant = UpperCase(s->file_type);
+  r->quant = QuantLabel(s->file_type);
   if (StatusOr<int64_t> ft = f.IntOr("general.file_type", -1); ft.ok()) {
     if (std::string label = FileTypeName(*ft); !label.empty()) r->quant = label;
   }

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "library/folder_models.h"
+#include "library/folder_walk.h"
 #include "library/gguf_describe.h"
+#include "library/gguf_file_name.h"
 #include "library/hf_store.h"
 #include "library/model_names.h"
 #include "library/ollama_store.h"
@@ -106,6 +108,11 @@ ScanOptions ProcessScanOptions() {
 Status CheckRunnable(const std::string& path, Env* env) {
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path, env));
   return CheckRunnableGguf(std::move(file));
+}
+
+ModelRecord DescribeModelFile(const std::string& path, Env* env) {
+  const std::optional<SplitName> split = ParseSplitName(BaseName(path));
+  return DescribeGguf({path}, split && split->count > 1 ? split->count : 0, env);
 }
 
 ScanResult ScanLibrary(const ScanOptions& options) {

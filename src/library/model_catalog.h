@@ -108,4 +108,9 @@ ScanOptions ProcessScanOptions();
 // Reads the header only (tokenizer and model checks bind tensors without touching their data).
 Status CheckRunnable(const std::string& path, Env* env = Env::Default());
 
+// One GGUF file's row as a scan of its folder would give it (columns, runnable, why_not), without
+// scanning the folder: what `ember serve MODEL` shows for MODEL. Name and source are left empty. A
+// split part is described alone (its siblings are not looked for), so it is not runnable.
+ModelRecord DescribeModelFile(const std::string& path, Env* env = Env::Default());
+
 }  // namespace ember::library

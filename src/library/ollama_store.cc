@@ -12,10 +12,7 @@ namespace {
 constexpr const char* kDefaultRegistry = "registry.ollama.ai";
 
 StatusOr<OllamaManifest> ReadManifest(const std::string& path, Env* env) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<MappedRegion> map, env->MapFile(path));
-  if (map->size() > kMaxManifestBytes) {
-    return InvalidArgument("manifest is larger than " + std::to_string(kMaxManifestBytes) + " bytes");
-  }
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<MappedRegion> map, env->MapFile(path));  // the parser bounds its size
   return ParseOllamaManifest(std::string_view(reinterpret_cast<const char*>(map->data()), map->size()));
 }
 

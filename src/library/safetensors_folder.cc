@@ -4,23 +4,21 @@
 #include <cctype>
 #include <cstdint>
 
+#include "library/file_type_name.h"
 #include "library/safetensors_meta.h"
 
 namespace ember::library {
 namespace {
 
-bool EndsWith(const std::string& s, std::string_view tail) {
-  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+// A name with something before the extension (a file called just ".safetensors" is not one).
+bool IsWeightsFile(const DirEntry& e) {
+  constexpr std::string_view kExt = ".safetensors";
+  return e.kind == DirEntry::Kind::kFile && e.name.size() > kExt.size() && e.name.ends_with(kExt);
 }
-
-bool IsWeightsFile(const DirEntry& e) { return e.kind == DirEntry::Kind::kFile && EndsWith(e.name, ".safetensors"); }
 
 // config.json's fields; the file is mapped (it may be a link into the hub's blobs) and bounded.
 StatusOr<HfModelConfig> ReadConfig(const std::string& path, Env* env) {
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<MappedRegion> map, env->MapFile(path));
-  if (map->size() > kMaxConfigBytes) {
-    return InvalidArgument("config.json is larger than " + std::to_string(kMaxConfigBytes) + " bytes");
-  }
   return ParseHfConfig(std::string_view(reinterpret_cast<const char*>(map->data()), map->size()));
 }
 
@@ -39,11 +37,6 @@ Status AddWeightsFile(const std::string& path, Env* env, SafetensorsSummary* tot
     if (__builtin_add_overflow(sum, b, &sum)) sum = UINT64_MAX;
   }
   return Status::Ok();
-}
-
-std::string UpperCase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-  return s;
 }
 
 }  // namespace
@@ -65,7 +58,7 @@ ModelRecord DescribeSafetensorsFolder(const std::string& dir, const std::vector<
   if (config.ok()) {
     r.arch = config->model_type;
     r.context_length = config->context_length;
-    r.quant = UpperCase(config->quant_method);
+    r.quant = QuantLabel(config->quant_method);
   } else {
     problem = config.status().message();  // names config.json (or its path)
   }

@@ -37,28 +37,13 @@ ModelSpec SpecOf(const library::ModelRecord& r, const ServeOptions& o) {
   return s;
 }
 
-// MODEL as the library describes it: its folder's scan holds it (any other file there is ignored).
+// MODEL as the library describes it (the file alone: its folder is not scanned).
 ModelSpec SpecOfModelArg(const ServeOptions& options) {
   const std::filesystem::path path(options.model_path);
-  library::ScanOptions scan;
-  scan.models_dirs = {path.parent_path().empty() ? "." : path.parent_path().string()};
-  scan.include_stores = false;
-  for (const library::ModelRecord& r : library::ScanModels(scan)) {
-    if (r.path == scan.models_dirs[0] + "/" + path.filename().string()) {
-      ModelSpec s = SpecOf(r, options);
-      s.name = path.stem().string();
-      s.path = options.model_path;
-      s.source = "MODEL";
-      return s;
-    }
-  }
-  ModelSpec s;  // not a *.gguf name: what CheckRunnable says of it
+  ModelSpec s = SpecOf(library::DescribeModelFile(options.model_path), options);
   s.name = path.stem().string();
   s.path = options.model_path;
   s.source = "MODEL";
-  const Status runnable = library::CheckRunnable(options.model_path);
-  s.runnable = runnable.ok();
-  s.why_not = runnable.ok() ? "" : runnable.message();
   return s;
 }
 

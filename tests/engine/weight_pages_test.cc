@@ -42,9 +42,12 @@ class FakePageOps final : public PageOps {
     for (size_t c = First(b); c < End(b, n); ++c) state_[c] = State::kUncached;
     return true;
   }
-  uint64_t HugeMappedBytes(const uint8_t* b, size_t n) override {
+  uint64_t HugeMappedBytes(std::span<const WeightRange> ranges) override {
     uint64_t t = 0;
-    for (size_t c = First(b); c < End(b, n); ++c) t += state_[c] == State::kHuge ? kHugePageBytes : 0;
+    for (const WeightRange& r : ranges) {
+      const size_t n = static_cast<size_t>(r.end - r.begin);
+      for (size_t c = First(r.begin); c < End(r.begin, n); ++c) t += state_[c] == State::kHuge ? kHugePageBytes : 0;
+    }
     return t;
   }
 

@@ -17,6 +17,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/avx2_util.h"
 #include "kernels/dot_kernels.h"
+#include "kernels/kquant_scales.h"
 #include "kernels/kernel_test_util.h"
 #include "util/half.h"
 
