@@ -29,8 +29,9 @@ setup:
 $(BUILD)/CMakeCache.txt:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=OFF $(CMAKE_FLAGS) > /dev/null
 
-configure-tests: $(BUILD)/CMakeCache.txt
-	@grep -q '^EMBER_TESTS:BOOL=ON$$' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DEMBER_TESTS=ON > /dev/null
+configure-tests:
+	@grep -qs '^EMBER_TESTS:BOOL=ON$$' $(BUILD)/CMakeCache.txt || \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=ON $(CMAKE_FLAGS) > /dev/null
 
 # Everything: `ember`, every test binary and test tool.
 build: configure-tests
@@ -40,7 +41,7 @@ ember: $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j $(JOBS) --target ember
 
 demo-model: ember
-	@scripts/make-demo-model "$(DEMO_MODEL)"
+	@EMBER_BIN=$(abspath $(BUILD))/ember scripts/make-demo-model "$(DEMO_MODEL)"
 
 # Unit tests first (ctest: every module's GoogleTest binary, fast ones first, parity tests with the
 # llama.cpp peer among them), then clang's lock check, then the end-to-end tests with real HTTP clients,
@@ -58,8 +59,7 @@ e2e: build
 
 # The fuzz build (clang, libFuzzer + ASan + UBSan) in build-fuzz/. tokenizer_fuzz's vocabularies come
 # from the plain build's `ember gen-model`, so that binary is built first.
-fuzz-build: $(BUILD)/CMakeCache.txt
-	@cmake --build $(BUILD) -j $(JOBS) --target ember
+fuzz-build: ember
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DEMBER_FUZZ_GEN_MODEL=$(abspath $(BUILD))/ember > /dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
