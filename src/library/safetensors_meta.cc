@@ -49,6 +49,11 @@ class HeaderReader final : public nlohmann::json_sax<json> {
     } else if (depth_ == 2) {
       field_ = k == "dtype" ? Field::kDtype : k == "shape" ? Field::kShape : k == "data_offsets" ? Field::kOffsets
                                                                                                  : Field::kOther;
+      // A repeated field is refused (as the format's reference reader does), not merged or overwritten.
+      const bool seen = field_ == Field::kDtype ? have_dtype_ : field_ == Field::kShape ? have_shape_
+                        : field_ == Field::kOffsets                                      ? have_offsets_
+                                                                                          : false;
+      if (seen) return Fail(FieldName() + " appears twice");
     }
     return true;
   }

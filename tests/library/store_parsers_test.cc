@@ -83,6 +83,13 @@ void ExpectHeaderError(const std::string& header, const std::string& needle) {
   EXPECT_NE(s.status().message().find(needle), std::string::npos) << s.status().message();
 }
 
+TEST(SafetensorsHeader, ARepeatedFieldIsRefused) {
+  ExpectHeaderError(R"({"a":{"dtype":"F32","shape":[2,3],"shape":[4],"data_offsets":[0,24]}})", "shape appears twice");
+  ExpectHeaderError(R"({"a":{"dtype":"F32","dtype":"I8","shape":[1],"data_offsets":[0,4]}})", "dtype appears twice");
+  ExpectHeaderError(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"data_offsets":[0,4]}})",
+                    "data_offsets appears twice");
+}
+
 TEST(SafetensorsHeader, TotalsParametersAndBytesPerDtype) {
   StatusOr<SafetensorsSummary> s = ParseSafetensorsHeader(
       R"({"__metadata__":{"format":"pt","nested":{"deep":[1,2,{"x":null}]}},)"
