@@ -36,6 +36,7 @@ class HeaderReader final : public nlohmann::json_sax<json> {
   bool string(string_t& s) override {
     if (Skipping()) return true;
     if (depth_ == 2 && field_ == Field::kDtype) {
+      if (s.empty()) return Fail(FieldName() + " is empty");  // a dtype is a name ("BF16", "F32", ...)
       dtype_ = s;
       have_dtype_ = true;
       return true;

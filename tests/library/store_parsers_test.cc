@@ -90,6 +90,11 @@ TEST(SafetensorsHeader, ARepeatedFieldIsRefused) {
                     "data_offsets appears twice");
 }
 
+// Found by model_store_fuzz: an empty dtype counted bytes under "" (a dtype the summary cannot name).
+TEST(SafetensorsHeader, AnEmptyDtypeIsRefused) {
+  ExpectHeaderError(R"({"a":{"dtype":"","shape":[1024],"data_offsets":[311164928,311166976]}})", "dtype is empty");
+}
+
 TEST(SafetensorsHeader, TotalsParametersAndBytesPerDtype) {
   StatusOr<SafetensorsSummary> s = ParseSafetensorsHeader(
       R"({"__metadata__":{"format":"pt","nested":{"deep":[1,2,{"x":null}]}},)"
