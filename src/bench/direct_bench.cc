@@ -282,7 +282,8 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
       if (a.parallel[k] == 1) one = m;
       levels.push_back({{"sequences", a.parallel[k]}, {"tok_s", m}, {"runs", runs[k]}});
     }
-    for (json& l : levels) l["ratio_to_one"] = one > 0 ? l["tok_s"].get<double>() / one : 0.0;
+    // Without a level of 1 there is nothing to compare with: null, not a ratio of 0.
+    for (json& l : levels) l["ratio_to_one"] = one > 0 ? json(l["tok_s"].get<double>() / one) : json(nullptr);
     j["batch_decode"] = levels;
   }
   return j;

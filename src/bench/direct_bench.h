@@ -50,7 +50,7 @@ struct DirectBenchConfig {
 // ops.{prefill,decode}; with long_pp
 // long_pp_tokens, long_prefill_tok_s, long_prefill_runs; with vs_llamacpp also `peer` and `ratios`
 // (peer_compare.h: PeerJson, RatiosJson — each names the peer kind); with parallel, batch_decode:
-// [{sequences, tok_s, runs, ratio_to_one}].
+// [{sequences, tok_s, runs, ratio_to_one (null without a level of 1)}].
 // With vs_llamacpp and `comparison`, the rounds are also handed back for printing (ComparisonLines).
 StatusOr<nlohmann::json> RunDirectBench(const DirectBenchConfig& config, PeerComparison* comparison = nullptr);
 

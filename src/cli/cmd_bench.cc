@@ -103,8 +103,9 @@ Status Run(const Args& a) {
   }
   if (j.contains("batch_decode")) {
     for (const json& l : j["batch_decode"]) {
-      std::printf("batched decode, %2d sequences: %.1f tok/s aggregate (%.2fx one sequence)\n", l["sequences"].get<int>(),
-                  l["tok_s"].get<double>(), l["ratio_to_one"].get<double>());
+      std::printf("batched decode, %2d sequences: %.1f tok/s aggregate", l["sequences"].get<int>(), l["tok_s"].get<double>());
+      if (l["ratio_to_one"].is_number()) std::printf(" (%.2fx one sequence)", l["ratio_to_one"].get<double>());
+      std::printf("\n");
     }
   }
   return Status::Ok();

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "kernels/avx2_util.h"
 #include "kernels/avx512_util.h"
 #include "kernels/cpu_features.h"
 

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "kernels/avx2_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/gemm_builds.h"
