@@ -48,7 +48,9 @@ std::string PeerName(const PeerComparison& c) {
 const char* PeerKindName(PeerKind kind) { return kind == PeerKind::kLlamaBench ? "llama-bench" : "node-llama-cpp"; }
 
 std::string PeerDescription(PeerKind kind) {
-  if (kind == PeerKind::kLlamaBench) return "native llama.cpp: its own llama-bench, built by scripts/build-peer";
+  if (kind == PeerKind::kLlamaBench) {
+    return "native llama.cpp: its own llama-bench (scripts/build-peer's build unless --llama-bench names another)";
+  }
   return "llama.cpp through the node-llama-cpp binding, NOT native llama.cpp: the binding's decode has no "
          "persistent thread pool, so ratios against it overstate ember (build the native peer with "
          "scripts/build-peer)";
