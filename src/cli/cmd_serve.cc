@@ -110,6 +110,7 @@ StatusOr<SeveralModels> MakeRouter(const ServeOptions& o) {
   server::ModelRouter::Options ro;
   ro.max_loaded = o.max_loaded;
   ro.idle_unload_s = o.idle_unload_s;
+  ro.room_wait_s = o.load_wait_s;
   ro.max_queue = o.max_queue;
   if (!o.memory_budget.empty()) {
     EMBER_ASSIGN_OR_RETURN(size_t b, ParseByteSize(o.memory_budget));
@@ -117,11 +118,12 @@ StatusOr<SeveralModels> MakeRouter(const ServeOptions& o) {
   } else if (o.fake_models.empty()) {
     ro.memory_budget_bytes = DefaultKvBudgetBytes(0, nullptr);
   }
-  std::fprintf(stderr, "ember: %zu models (%zu runnable), loaded on demand; memory budget %s%s, max loaded %s, idle unload %s\n",
+  std::fprintf(stderr, "ember: %zu models (%zu runnable), loaded on demand; memory budget %s%s, max loaded %s, idle unload %s, load wait %s\n",
                specs.size(), runnable, ro.memory_budget_bytes == 0 ? "unlimited" : FormatBytes(ro.memory_budget_bytes).c_str(),
                o.memory_budget.empty() && ro.memory_budget_bytes > 0 ? " (75% of available memory)" : "",
                o.max_loaded == 0 ? "unlimited" : std::to_string(o.max_loaded).c_str(),
-               o.idle_unload_s == 0 ? "off" : (std::to_string(static_cast<int64_t>(o.idle_unload_s)) + " s").c_str());
+               o.idle_unload_s == 0 ? "off" : (std::to_string(static_cast<int64_t>(o.idle_unload_s)) + " s").c_str(),
+               FormatDuration(o.load_wait_s).c_str());
   m.router = std::make_unique<server::ModelRouter>(std::move(specs), m.loader.get(), ro);
   return m;
 }
@@ -211,6 +213,10 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--idle-unload", o->idle_unload_s,
                   "With several models: unload a model no request has used for this many seconds (0 = never)")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_IDLE_UNLOAD");
+  cmd->add_option("--load-wait", o->load_wait_s,
+                  "With several models: how long a request for a model that does not fit beside the models "
+                  "serving requests waits for them to finish (then 503 model_busy; 0 = answer 503 at once)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_LOAD_WAIT");
   cmd->add_option("--memory-budget", o->memory_budget,
                   "With several models: memory for the loaded models' weights and KV budgets together, e.g. 16G "
                   "(default: 75% of available memory at start). Each model is charged its file size plus its KV "

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cache/cache_options.h"
+#include "util/progress.h"
 #include "util/stopwatch.h"
 
 namespace ember::server {
@@ -254,6 +255,11 @@ Acquired ModelRouter::FailLoad(size_t i, AcquireError error, std::string message
 }
 
 ModelRouter::Room ModelRouter::MakeRoom(size_t i, const ModelCost& cost) {
+  // Room held by models serving requests frees as their leases end (ReleaseLease signals cv_): wait for
+  // that until the deadline, then give up with kBusy. A model kept busy without a pause can hold it
+  // past the deadline; its requests are not held back for this load.
+  const int64_t start = env_->MonotonicMicros();
+  const int64_t deadline = start + static_cast<int64_t>(opts_.room_wait_s * 1e6);
   while (true) {
     size_t victim = kNone;
     {
@@ -262,8 +268,19 @@ ModelRouter::Room ModelRouter::MakeRoom(size_t i, const ModelCost& cost) {
         bool wait = false;
         Room room = TryRoomLocked(i, cost, &victim, &wait);
         if (victim != kNone) break;
-        if (!wait) return room;
-        cv_.Wait(&mu_);  // an unload in progress will free room
+        if (wait) {
+          cv_.Wait(&mu_);  // an unload in progress will free room
+          continue;
+        }
+        if (room.error != AcquireError::kBusy) return room;
+        const int64_t now = env_->MonotonicMicros();
+        if (now >= deadline) {
+          if (opts_.room_wait_s > 0) {
+            room.message = BusyMessageLocked(i, cost.weight_bytes + cost.min_kv_bytes, static_cast<double>(now - start) / 1e6);
+          }
+          return room;
+        }
+        env_->WaitUntil(&cv_, &mu_, deadline);
       }
     }
     Unload(victim, UnloadReason::kLru);
@@ -316,7 +333,7 @@ ModelRouter::Room ModelRouter::TryRoomLocked(size_t i, const ModelCost& cost, si
   }
   if (!fits(kept, kept_count)) {
     room.error = AcquireError::kBusy;
-    room.message = BusyMessageLocked(i, need);
+    room.message = BusyMessageLocked(i, need, 0);
     return room;
   }
   // Least recently used first, among the loaded models no request holds.
@@ -333,7 +350,7 @@ ModelRouter::Room ModelRouter::TryRoomLocked(size_t i, const ModelCost& cost, si
   return room;
 }
 
-std::string ModelRouter::BusyMessageLocked(size_t i, uint64_t need) const {
+std::string ModelRouter::BusyMessageLocked(size_t i, uint64_t need, double waited_s) const {
   std::string busy;
   uint64_t held = 0;
   for (size_t j = 0; j < slots_.size(); ++j) {
@@ -349,7 +366,9 @@ std::string ModelRouter::BusyMessageLocked(size_t i, uint64_t need) const {
   if (opts_.max_loaded > 0) limits += ", --max-loaded " + std::to_string(opts_.max_loaded);
   return "The model " + Echo(specs_[i].name) + " cannot be loaded now: it needs " + FormatBytes(need) +
          " (weights + KV for one full-context sequence) and the models in use hold " + FormatBytes(held) + " (" +
-         limits + "): " + busy + ". Retry when they finish";
+         limits + "): " + busy +
+         (waited_s > 0 ? ". Waited " + FormatDuration(waited_s) + " for them to finish (--load-wait)" : "") +
+         ". Retry when they finish";
 }
 
 void ModelRouter::Unload(size_t i, UnloadReason why) {

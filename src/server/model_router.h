@@ -9,9 +9,10 @@
 //   requests for it wait for that same load. Loading/unloading by another thread -> wait for it.
 //   Loading first makes room: the model's cost (weights + KV budget, ModelCost) must fit --max-loaded
 //   and the memory budget beside the models already loaded; if not, idle loaded models (no leases) are
-//   unloaded, least recently used first. If that is not enough, the request fails at once: kBusy (the
-//   room is held by models serving requests; retry later, a 503) or kTooLarge (the model does not fit
-//   even the empty budget, a 507). A failed load fails the requests that waited for it, naming the file
+//   unloaded, least recently used first. If that is not enough because models serving requests hold the
+//   room, the load waits up to Options::room_wait_s for their leases to end (each release wakes it, and
+//   a model that went idle is unloaded for it), then fails: kBusy (a 503; retry later). kTooLarge (the
+//   model does not fit even the empty budget, a 507) fails at once. A failed load fails the requests that waited for it, naming the file
 //   and the reason; the next request tries again.
 //   Unload (LRU, idle, shutdown): the scheduler drains (only cancelled leftovers can remain: no lease is
 //   held), FlushCache makes the model's prompt cache durable on SSD, then the backend is freed, so a
@@ -121,7 +122,8 @@ class ModelRouter {
     double idle_unload_s = 0;          // unload a model unused this long; 0 = never
     uint64_t memory_budget_bytes = 0;  // weights + KV budgets of the loaded models; 0 = no limit
     size_t max_queue = 64;             // each model's Scheduler (waiting generations before 429)
-    Env* env = Env::Default();         // last-use times and the reaper's waits
+    double room_wait_s = 0;            // how long a load waits for models in use to free room; 0 = not at all
+    Env* env = Env::Default();         // last-use times, the reaper's and room waits
   };
 
   // Several models, none loaded yet. `loader` must outlive the router.
@@ -188,7 +190,8 @@ class ModelRouter {
   // The room test for slot i under the lock: the grant, or a victim to unload (marked kUnloading), or a
   // reason to wait (`*wait`) or to fail.
   Room TryRoomLocked(size_t i, const ModelCost& cost, size_t* victim, bool* wait) REQUIRES(mu_);
-  std::string BusyMessageLocked(size_t i, uint64_t need) const REQUIRES(mu_);
+  // Why slot i's load is refused for room; `waited_s` > 0 says it waited that long first.
+  std::string BusyMessageLocked(size_t i, uint64_t need, double waited_s) const REQUIRES(mu_);
   // Unloads slot i, which this thread moved to kUnloading.
   void Unload(size_t i, UnloadReason why) EXCLUDES(mu_);
   void ReaperLoop() EXCLUDES(mu_);

@@ -23,6 +23,7 @@ struct ServeOptions {
   std::vector<std::string> fake_models;    // --fake-models: several FakeBackends by these names
   size_t max_loaded = 0;                   // models loaded at once (0 = as many as memory allows)
   double idle_unload_s = 0;                // unload a model unused this long (0 = never)
+  double load_wait_s = 60;                 // a load waits this long for models in use to free room, then 503
   std::string memory_budget;               // weights + KV budgets of the loaded models; empty: 75% of free RAM
   bool fake = false;                       // serve the deterministic FakeBackend (tests, demos)
   // Progress bars on stderr while the model loads and its weights are hashed (the CLI sets it when

@@ -92,6 +92,40 @@ test('fake models: --idle-unload unloads a model nobody used for that long', asy
   }
 });
 
+test('fake models: a request for a model that needs the room of one in use waits for it (--load-wait), or is a 503 with --load-wait 0', async () => {
+  for (const wait of ['60', '0']) {
+    const server = await startServer(['--fake-models', 'alpha,beta', '--max-loaded', '1', '--fake-token-delay-ms', '25',
+      '--load-wait', wait]);
+    try {
+      const { openai } = clients(server.url);
+      const stream = await openai.chat.completions.create({ model: 'alpha', stream: true,
+        messages: [{ role: 'user', content: 'echo: 0123456789abcdefghij' }] });
+      const it = stream[Symbol.asyncIterator]();
+      await it.next();  // alpha is generating: its lease holds the only slot
+      const beta = openai.chat.completions.create({ model: 'beta', messages: [{ role: 'user', content: 'echo: from beta' }] })
+        .then((r) => ({ r, at: Date.now() }), (e) => ({ e, at: Date.now() }));
+      let text = '';
+      for (let c = await it.next(); !c.done; c = await it.next()) text += c.value.choices[0]?.delta?.content ?? '';
+      const alphaDone = Date.now();
+      const got = await beta;
+      if (wait === '0') {
+        assert.ok(got.e instanceof OpenAI.APIError, String(got.e));
+        assert.equal(got.e.status, 503);
+        assert.equal(got.e.code, 'model_busy');
+        assert.ok(got.at <= alphaDone, 'refused at once, not after alpha finished');
+      } else {
+        assert.ok(!got.e, String(got.e));
+        assert.equal(got.r.choices[0].message.content, 'from beta');
+        assert.ok(got.at >= alphaDone, 'beta answered after alpha finished');
+        assert.equal((await models(server.url)).alpha.state, 'unloaded');
+      }
+      assert.match(text, /abcdefghij$/);  // alpha's stream was not cut short either way
+    } finally {
+      await server.stop();
+    }
+  }
+});
+
 let dir;
 let cold;
 before(async () => {
