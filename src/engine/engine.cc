@@ -77,6 +77,22 @@ std::vector<WeightRange> StreamedRanges(const Model& m) {
   return {{begin, embd.data}, {embd.data + embd.n_bytes, end}};
 }
 
+// `ranges` less `cut` (both sorted and disjoint; every cut range inside one of the ranges): the pieces
+// left, in order.
+std::vector<WeightRange> Without(const std::vector<WeightRange>& ranges, const std::vector<WeightRange>& cut) {
+  std::vector<WeightRange> out;
+  size_t c = 0;
+  for (const WeightRange& r : ranges) {
+    const uint8_t* p = r.begin;
+    for (; c < cut.size() && cut[c].begin < r.end; ++c) {
+      if (cut[c].begin > p) out.push_back({p, cut[c].begin});
+      p = std::max(p, cut[c].end);
+    }
+    if (p < r.end) out.push_back({p, r.end});
+  }
+  return out;
+}
+
 // EMBER_REPACK=0 (or off/false/no) vetoes repacking whatever the options say, e.g. for A/B timing.
 bool RepackAllowedByEnvironment() {
   const char* v = std::getenv("EMBER_REPACK");
@@ -124,14 +140,26 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const En
   // Maps the weight pages now (MADV_POPULATE_READ; reads them from disk too when they are not cached),
   // so the first forward pass does not take ~7k page faults on the critical path, on 2 MiB pages where
   // the kernel can (engine/weight_pages.h). Nothing is copied: the weights stay in the shared mapping.
-  if (const std::vector<WeightRange> ranges = StreamedRanges(*e->model_); !ranges.empty()) {
+  // The rows about to be repacked are only read once, to pack, so they get no 2 MiB placement.
+  const bool repack = options.repack_weights && RepackAllowedByEnvironment();
+  if (std::vector<WeightRange> ranges = StreamedRanges(*e->model_); !ranges.empty()) {
+    std::vector<WeightRange> once;
+    if (repack) {
+      for (const auto& [data, bytes] : e->model_->PackableSources()) once.push_back({data, data + bytes});
+      ranges = Without(ranges, once);
+    }
     SystemPageOps ops(*e->model_->gguf().region());
-    e->weight_pages_ = PlaceWeights(ops, ranges, {options.prefault_weights, options.huge_pages, options.load_progress});
+    WeightPagesOptions wo;
+    wo.populate = options.prefault_weights;
+    wo.huge = options.huge_pages;
+    wo.progress = options.load_progress;
+    wo.read_once = once;
+    e->weight_pages_ = PlaceWeights(ops, ranges, wo);
   }
   if (e->opts_.threads <= 0) e->opts_.threads = kernels::PhysicalCoreCount();
   e->pool_ = std::make_unique<kernels::ThreadPool>(e->opts_.threads);
   Status pack_status = Status::Ok();
-  if (options.repack_weights && RepackAllowedByEnvironment()) {
+  if (repack) {
     MutexLock lock(&e->pool_mu_);  // the pool's one owner (uncontended: nothing else has the engine yet)
     pack_status = e->model_->PackWeights(*e->pool_, ReleasePackedRows);
   }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace ember {
 namespace {
@@ -127,15 +128,28 @@ uint64_t FilePmdMappedBytes(std::string_view smaps, uintptr_t lo, uintptr_t hi) 
 
 WeightPages PlaceWeights(PageOps& ops, std::span<const WeightRange> ranges, const WeightPagesOptions& options) {
   WeightPages out;
+  std::vector<WeightRange> capable;  // the ranges that can hold a 2 MiB page: advised and measured
   for (const WeightRange& r : ranges) {
     if (r.end <= r.begin) continue;
     out.bytes += Size(r);
-    out.huge_capable += Size(HugeInner(r));
+    const size_t inner = Size(HugeInner(r));
+    if (inner == 0) continue;
+    out.huge_capable += inner;
+    capable.push_back(r);
     ops.AdviseHuge(r.begin, Size(r), options.huge);
   }
+  // Everything to populate, in address order (one sequential read of the file when it is cold).
+  std::vector<WeightRange> all(ranges.begin(), ranges.end());
+  for (const WeightRange& r : options.read_once) {
+    if (r.end > r.begin) out.read_once += Size(r);
+    all.push_back(r);
+  }
+  std::sort(all.begin(), all.end(), [](const WeightRange& a, const WeightRange& b) { return a.begin < b.begin; });
+  std::erase_if(all, [](const WeightRange& r) { return r.end <= r.begin; });
   if (!options.populate) return out;
-  PopulateAll(ops, ranges, out.bytes, options.progress);
+  PopulateAll(ops, all, out.bytes + out.read_once, options.progress);
   if (!options.huge || out.huge_capable == 0) return out;
+  ranges = capable;  // from here on: the advised ranges alone
   out.huge_bytes = ops.HugeMappedBytes(ranges);
   if (out.huge_bytes * 10 >= out.huge_capable * 9) return out;
   // Probe: does a re-read of one chunk come back huge? Counted across its own drop, so a chunk that
@@ -156,10 +170,12 @@ WeightPages PlaceWeights(PageOps& ops, std::span<const WeightRange> ranges, cons
     out.huge_bytes = refilled;
     return out;  // this kernel or file system caches the file in small folios: re-reading cannot help
   }
+  uint64_t again = 0;
   for (const WeightRange& r : ranges) {
-    if (r.end > r.begin) (void)ops.Drop(r.begin, Size(r));
+    (void)ops.Drop(r.begin, Size(r));
+    again += Size(r);
   }
-  PopulateAll(ops, ranges, out.bytes, options.progress);
+  PopulateAll(ops, ranges, again, options.progress);
   out.reread = true;
   out.huge_bytes = ops.HugeMappedBytes(ranges);
   return out;

@@ -70,11 +70,17 @@ struct WeightPagesOptions {
   // Bytes populated so far of the total, per 64 MiB piece (a cold read from disk is most of a load).
   // Optional.
   ProgressFn progress;
+  // Ranges read once and then released: the sources of repacked matrices (engine.cc), which the process
+  // stops mapping once their copies exist. They are populated with the ranges, in address order (for
+  // the progress, and so the packing reads mapped pages), but not advised, counted, probed or re-read:
+  // 2 MiB pages for them would be work thrown away. Sorted, disjoint from the ranges.
+  std::span<const WeightRange> read_once;
 };
 
 // What PlaceWeights did, for `ember bench` / logs.
 struct WeightPages {
-  uint64_t bytes = 0;          // bytes of the ranges
+  uint64_t bytes = 0;          // bytes of the ranges (not the read-once ones)
+  uint64_t read_once = 0;      // bytes of the read-once ranges, populated only
   uint64_t huge_capable = 0;   // of them, in whole 2 MiB-aligned chunks (what can be huge at all)
   uint64_t huge_bytes = 0;     // mapped with 2 MiB pages after placement (smaps' count of the VMAs)
   bool reread = false;         // the cached small folios were dropped and the weights read again
@@ -82,6 +88,8 @@ struct WeightPages {
 
 // Advises, populates and (options.huge) re-caches `ranges` as described above. Re-reading happens only
 // when under 90% of the huge-capable bytes came out huge and a 2 MiB probe chunk did after a re-read.
+// Only ranges with a whole 2 MiB-aligned chunk inside are advised and measured (a smaller one cannot be
+// mapped huge, and leaving it alone keeps the mapping's VMAs few). `ranges` must be sorted and disjoint.
 WeightPages PlaceWeights(PageOps& ops, std::span<const WeightRange> ranges, const WeightPagesOptions& options);
 
 // Sum of the FilePmdMapped lines of the VMAs in `smaps` (the text of /proc/PID/smaps) that overlap

@@ -174,6 +174,16 @@ uint64_t Model::PackableBytes(int* tensors) const {
   return bytes;
 }
 
+std::vector<std::pair<const uint8_t*, uint64_t>> Model::PackableSources() const {
+  std::vector<std::pair<const uint8_t*, uint64_t>> out;
+  for (const kernels::WeightView* w : const_cast<Model*>(this)->PackCandidates()) {
+    // A copy is a permutation of its rows' bytes (kernels/repack.h): as long as the rows it replaces.
+    if (const uint64_t b = kernels::PackedCopyBytes(*w); b > 0) out.emplace_back(w->data, b);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 KvConfig Model::MakeKvConfig(KvDtype dtype, int32_t block_size) const {
   KvConfig k;
   k.n_layer = static_cast<int32_t>(config_.n_layer);

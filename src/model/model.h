@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/gguf.h"
@@ -72,6 +73,9 @@ class Model {
   const kernels::PackedWeights& packed() const { return packed_; }
   // What PackWeights would pack on this CPU: bytes of the copies and how many matrices (`ember inspect`).
   uint64_t PackableBytes(int* tensors) const;
+  // The mapped bytes PackWeights would replace on this CPU (start, length), one per matrix, in address
+  // order: what load reads once, to pack, and then stops mapping (engine/weight_pages.h read_once).
+  std::vector<std::pair<const uint8_t*, uint64_t>> PackableSources() const;
 
   // KV geometry for a sequence of this model: window layers (gemma3) get StateKind::kWindow with the
   // model's sliding window (and KvConfig's default margin, max(block_size, window / 4)), so their KV

@@ -509,7 +509,11 @@ StatusOr<std::unique_ptr<InferenceBackend>> CreateEngineBackend(const ServeOptio
   }(), bar));
   if (engine->tokenizer() == nullptr) return FailedPrecondition(options.model_path + ": the model has no tokenizer");
   if (const WeightPages& wp = engine->weight_pages(); wp.bytes > 0) {  // decode speed depends on it
-    std::fprintf(stderr, "ember: weights %.0f MB, %.0f%% on 2 MiB pages%s\n", static_cast<double>(wp.bytes) / 1e6,
+    const uint64_t packed = engine->model().packed().bytes();
+    const std::string repacked =
+        packed > 0 ? std::to_string(packed / 1000000) + " MB repacked for the packed GEMM kernels, " : std::string();
+    std::fprintf(stderr, "ember: weights %s%.0f MB mapped from the file, %.0f%% of those on 2 MiB pages%s\n",
+                 repacked.c_str(), static_cast<double>(wp.bytes) / 1e6,
                  100.0 * static_cast<double>(wp.huge_bytes) / static_cast<double>(wp.bytes),
                  wp.reread ? " (re-read from the file once to get them)" : "");
   }

@@ -65,6 +65,11 @@ TEST_P(RepackTest, SameLogitsWithAndWithoutRepacking) {
   if (kernels::CpuHasAvx512()) {
     EXPECT_GT(want, 0) << "this CPU has AVX-512 VNNI: the case must exercise packing";
   }
+  // The packed matrices' rows are read once (to pack) and get no 2 MiB placement: the placement covers
+  // the rest of the same bytes the plain engine places.
+  EXPECT_EQ(packed->weight_pages().read_once, packed->model().packed().bytes());
+  EXPECT_EQ(plain->weight_pages().read_once, 0u);
+  EXPECT_EQ(packed->weight_pages().bytes + packed->weight_pages().read_once, plain->weight_pages().bytes);
 
   const int64_t nv = packed->model().config().n_vocab;
   std::mt19937 rng(5);

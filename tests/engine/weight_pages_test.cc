@@ -23,18 +23,18 @@ class FakePageOps final : public PageOps {
  public:
   FakePageOps(const uint8_t* base, size_t chunks, bool kernel_can) : base_(base), kernel_can_(kernel_can) {
     state_.assign(chunks, State::kSmall);
+    advised_.assign(chunks, false);
   }
   enum class State { kUncached, kSmall, kHuge };
 
   void AdviseHuge(const uint8_t* b, size_t n, bool huge) override {
-    (void)b;
-    (void)n;
-    advised_ = huge;
+    for (size_t c = First(b); c < End(b, n); ++c) advised_[c] = huge;
   }
   void Populate(const uint8_t* b, size_t n) override {
     ++populates_;
+    populated_at_.push_back(b);
     for (size_t c = First(b); c < End(b, n); ++c) {
-      if (state_[c] == State::kUncached) state_[c] = kernel_can_ && advised_ ? State::kHuge : State::kSmall;
+      if (state_[c] == State::kUncached) state_[c] = kernel_can_ && advised_[c] ? State::kHuge : State::kSmall;
     }
   }
   bool Drop(const uint8_t* b, size_t n) override {
@@ -52,6 +52,8 @@ class FakePageOps final : public PageOps {
   }
 
   std::vector<State> state_;
+  std::vector<bool> advised_;                // per chunk: the last AdviseHuge covering it said huge
+  std::vector<const uint8_t*> populated_at_;  // each Populate's start, in call order
   uint64_t dropped_bytes_ = 0;
   int populates_ = 0;
 
@@ -62,7 +64,6 @@ class FakePageOps final : public PageOps {
   }
   const uint8_t* base_;
   bool kernel_can_;
-  bool advised_ = false;
 };
 
 // A 2 MiB-aligned fake address space of `chunks` chunks (never dereferenced).
@@ -106,6 +107,51 @@ TEST(WeightPagesTest, AHugeProbeChunkStillProvesTheKernelCan) {
   EXPECT_TRUE(PlaceWeights(ops, std::span(&r, 1), {}).reread);
 }
 
+// Repacked matrices' sources (read once, then released): populated in address order with the rest, but
+// never advised, dropped or counted; the re-read covers the kept ranges alone.
+TEST(WeightPagesTest, ReadOnceRangesArePopulatedButNeitherAdvisedNorReRead) {
+  FakePageOps ops(FakeBase(), 20, /*kernel_can=*/true);
+  const uint8_t* b = FakeBase();
+  const WeightRange kept[] = {{b, b + 4 * kHugePageBytes}, {b + 14 * kHugePageBytes, b + 20 * kHugePageBytes}};
+  const WeightRange once{b + 4 * kHugePageBytes, b + 14 * kHugePageBytes};
+  std::vector<uint64_t> totals;
+  WeightPagesOptions o;
+  o.read_once = std::span(&once, 1);
+  o.progress = [&](uint64_t, uint64_t total) { totals.push_back(total); };
+  const WeightPages p = PlaceWeights(ops, kept, o);
+  EXPECT_TRUE(p.reread);
+  EXPECT_EQ(p.bytes, 10 * kHugePageBytes);
+  EXPECT_EQ(p.read_once, 10 * kHugePageBytes);
+  EXPECT_EQ(p.huge_capable, 10 * kHugePageBytes);
+  EXPECT_EQ(p.huge_bytes, 10 * kHugePageBytes);
+  EXPECT_EQ(ops.dropped_bytes_, 11 * kHugePageBytes);  // the probe chunk, then the kept ranges only
+  for (size_t c = 0; c < 20; ++c) {
+    const bool read_once = c >= 4 && c < 14;
+    EXPECT_EQ(ops.advised_[c], !read_once) << c;
+    EXPECT_EQ(ops.state_[c], read_once ? FakePageOps::State::kSmall : FakePageOps::State::kHuge) << c;
+  }
+  // The first pass reads the three ranges in address order; its progress counts all 20 chunks.
+  ASSERT_GE(ops.populated_at_.size(), 3u);
+  EXPECT_EQ(ops.populated_at_[0], b);
+  EXPECT_EQ(ops.populated_at_[1], once.begin);
+  EXPECT_EQ(ops.populated_at_[2], kept[1].begin);
+  ASSERT_FALSE(totals.empty());
+  EXPECT_EQ(totals.front(), 20 * kHugePageBytes);
+  EXPECT_EQ(totals.back(), 10 * kHugePageBytes);  // the re-read's own count
+}
+
+// A range with no whole aligned 2 MiB chunk is populated and counted but not advised (it cannot be
+// mapped huge, and advising it would only split the mapping).
+TEST(WeightPagesTest, RangesTooSmallForAHugePageAreNotAdvised) {
+  FakePageOps ops(FakeBase(), 4, /*kernel_can=*/true);
+  const WeightRange small{FakeBase() + 4096, FakeBase() + 8192};
+  const WeightPages p = PlaceWeights(ops, std::span(&small, 1), {});
+  EXPECT_EQ(p.bytes, 4096u);
+  EXPECT_EQ(p.huge_capable, 0u);
+  EXPECT_EQ(ops.populates_, 1);
+  EXPECT_FALSE(ops.advised_[0]);
+}
+
 // Populating reports progress per piece of at most 64 MiB; pieces end on 2 MiB boundaries (none splits
 // a huge page) and the last report is the whole.
 TEST(WeightPagesTest, PopulatesInPiecesAndReportsProgress) {
@@ -130,11 +176,11 @@ TEST(WeightPagesTest, PopulatesInPiecesAndReportsProgress) {
 TEST(WeightPagesTest, OffOrNotPopulatingDropsNothing) {
   FakePageOps off(FakeBase(), 10, true), lazy(FakeBase(), 10, true);
   const WeightRange r{FakeBase(), FakeBase() + 10 * kHugePageBytes};
-  const WeightPages a = PlaceWeights(off, std::span(&r, 1), {.populate = true, .huge = false, .progress = {}});
+  const WeightPages a = PlaceWeights(off, std::span(&r, 1), {.populate = true, .huge = false, .progress = {}, .read_once = {}});
   EXPECT_EQ(a.huge_bytes, 0u);
   EXPECT_EQ(off.dropped_bytes_, 0u);
   EXPECT_EQ(off.populates_, 1);
-  const WeightPages b = PlaceWeights(lazy, std::span(&r, 1), {.populate = false, .huge = true, .progress = {}});
+  const WeightPages b = PlaceWeights(lazy, std::span(&r, 1), {.populate = false, .huge = true, .progress = {}, .read_once = {}});
   EXPECT_EQ(lazy.populates_, 0);
   EXPECT_EQ(lazy.dropped_bytes_, 0u);
   EXPECT_EQ(b.bytes, 10 * kHugePageBytes);
