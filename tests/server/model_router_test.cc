@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -287,77 +288,69 @@ TEST(ModelRouter, AModelInUseIsNeverUnloadedAndTheNewLoadIsBusy) {
   EXPECT_EQ(StateOf(router, "a"), ModelState::kUnloaded);
 }
 
-// --load-wait: a load that finds the room held by a model serving a request waits for its lease to end
-// (on the simulated clock, so only a release or an Advance can end the wait), then swaps.
-TEST(ModelRouter, ALoadWaitsForTheModelInUseToFinishThenSwaps) {
-  testing::SimEnv sim;
-  RecordingLoader loader;
-  ModelRouter::Options o;
-  o.max_loaded = 1;
-  o.room_wait_s = 30;
-  o.env = &sim;
-  ModelRouter router(Specs({"a", "b"}), &loader, o);
-  Acquired a = router.Acquire("a");
-  ASSERT_TRUE(a.ok());
-  Acquired b;
-  std::thread client([&] { b = router.Acquire("b"); });
-  ASSERT_TRUE(sim.AwaitWaiters(1));
-  EXPECT_EQ(StateOf(router, "b"), ModelState::kLoading);  // waiting for room, not refused
-  EXPECT_EQ(StateOf(router, "a"), ModelState::kLoaded);
-  a.lease.Release();  // a's request ends: a goes idle, is unloaded, b loads
-  client.join();
-  ASSERT_TRUE(b.ok()) << b.message;
-  EXPECT_EQ(StateOf(router, "a"), ModelState::kUnloaded);
-  EXPECT_EQ(loader.log.events(), (std::vector<std::string>{"load a 0", "flush a", "free a", "load b 0"}));
-  EXPECT_EQ(router.stats().refused, 0u);
+// --load-wait on the simulated clock (only a release, an Advance or a drain can end the wait): `a` is
+// loaded and leased, as by a request streaming from it, and a client thread asks for `b`, which needs
+// a's room (--max-loaded 1) and waits.
+class LoadWaitTest : public ::testing::Test {
+ protected:
+  void Start(double wait_s) {
+    ModelRouter::Options o;
+    o.max_loaded = 1;
+    o.room_wait_s = wait_s;
+    o.env = &sim_;
+    router_ = std::make_unique<ModelRouter>(Specs({"a", "b"}), &loader_, o);
+    a_ = router_->Acquire("a");
+    ASSERT_TRUE(a_.ok());
+    client_ = std::thread([this] { b_ = router_->Acquire("b"); });
+    ASSERT_TRUE(sim_.AwaitWaiters(1));
+    EXPECT_EQ(StateOf(*router_, "b"), ModelState::kLoading);  // waiting for room, not refused
+  }
+  void TearDown() override {
+    if (client_.joinable()) client_.join();
+  }
+
+  testing::SimEnv sim_;
+  RecordingLoader loader_;
+  std::unique_ptr<ModelRouter> router_;
+  Acquired a_, b_;
+  std::thread client_;
+};
+
+TEST_F(LoadWaitTest, ALoadWaitsForTheModelInUseToFinishThenSwaps) {
+  Start(30);
+  EXPECT_EQ(StateOf(*router_, "a"), ModelState::kLoaded);
+  a_.lease.Release();  // a's request ends: a goes idle, is unloaded, b loads
+  client_.join();
+  ASSERT_TRUE(b_.ok()) << b_.message;
+  EXPECT_EQ(StateOf(*router_, "a"), ModelState::kUnloaded);
+  EXPECT_EQ(loader_.log.events(), (std::vector<std::string>{"load a 0", "flush a", "free a", "load b 0"}));
+  EXPECT_EQ(router_->stats().refused, 0u);
 }
 
-TEST(ModelRouter, ALoadThatWaitedPastLoadWaitIsBusyAndSaysSo) {
-  testing::SimEnv sim;
-  RecordingLoader loader;
-  ModelRouter::Options o;
-  o.max_loaded = 1;
-  o.room_wait_s = 5;
-  o.env = &sim;
-  ModelRouter router(Specs({"a", "b"}), &loader, o);
-  Acquired a = router.Acquire("a");
-  ASSERT_TRUE(a.ok());
-  Acquired b;
-  std::thread client([&] { b = router.Acquire("b"); });
-  ASSERT_TRUE(sim.AwaitWaiters(1));
-  sim.AdvanceSeconds(4);  // not yet
-  ASSERT_TRUE(sim.AwaitWaiters(1));
-  EXPECT_EQ(StateOf(router, "b"), ModelState::kLoading);
-  sim.AdvanceSeconds(1);
-  client.join();
-  EXPECT_EQ(b.error, AcquireError::kBusy);
-  EXPECT_NE(b.message.find("Waited 5s"), std::string::npos) << b.message;
-  EXPECT_NE(b.message.find("--load-wait"), std::string::npos) << b.message;
-  EXPECT_EQ(StateOf(router, "a"), ModelState::kLoaded);  // nothing unloaded under a request
-  EXPECT_EQ(StateOf(router, "b"), ModelState::kUnloaded);
-  EXPECT_EQ(router.stats().refused, 1u);
-  EXPECT_EQ(loader.loads.load(), 1);
+TEST_F(LoadWaitTest, ALoadThatWaitedPastLoadWaitIsBusyAndSaysSo) {
+  Start(5);
+  sim_.AdvanceSeconds(4);  // not yet
+  ASSERT_TRUE(sim_.AwaitWaiters(1));
+  EXPECT_EQ(StateOf(*router_, "b"), ModelState::kLoading);
+  sim_.AdvanceSeconds(1);
+  client_.join();
+  EXPECT_EQ(b_.error, AcquireError::kBusy);
+  EXPECT_NE(b_.message.find("Waited 5s"), std::string::npos) << b_.message;
+  EXPECT_NE(b_.message.find("--load-wait"), std::string::npos) << b_.message;
+  EXPECT_EQ(StateOf(*router_, "a"), ModelState::kLoaded);  // nothing unloaded under a request
+  EXPECT_EQ(StateOf(*router_, "b"), ModelState::kUnloaded);
+  EXPECT_EQ(router_->stats().refused, 1u);
+  EXPECT_EQ(loader_.loads.load(), 1);
 }
 
-TEST(ModelRouter, DrainEndsALoadWaitingForRoom) {
-  testing::SimEnv sim;
-  RecordingLoader loader;
-  ModelRouter::Options o;
-  o.max_loaded = 1;
-  o.room_wait_s = 3600;
-  o.env = &sim;
-  ModelRouter router(Specs({"a", "b"}), &loader, o);
-  Acquired a = router.Acquire("a");
-  ASSERT_TRUE(a.ok());
-  Acquired b;
-  std::thread client([&] { b = router.Acquire("b"); });
-  ASSERT_TRUE(sim.AwaitWaiters(1));
-  router.Drain(milliseconds(0));  // returns without an Advance: the waiting load gives up at once
-  client.join();
-  EXPECT_EQ(b.error, AcquireError::kStopping) << b.message;
-  EXPECT_EQ(StateOf(router, "b"), ModelState::kUnloaded);
-  EXPECT_EQ(loader.loads.load(), 1);
-  a.lease.Release();
+TEST_F(LoadWaitTest, DrainEndsALoadWaitingForRoom) {
+  Start(3600);
+  router_->Drain(milliseconds(0));  // returns without an Advance: the waiting load gives up at once
+  client_.join();
+  EXPECT_EQ(b_.error, AcquireError::kStopping) << b_.message;
+  EXPECT_EQ(StateOf(*router_, "b"), ModelState::kUnloaded);
+  EXPECT_EQ(loader_.loads.load(), 1);
+  a_.lease.Release();
 }
 
 TEST(ModelRouter, TheLeastRecentlyUsedIdleModelGoesFirst) {
