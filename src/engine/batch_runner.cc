@@ -356,6 +356,7 @@ void BatchRunner::StepLoop() {
         if (nd > 0) {
           a.pacer->Record(nd, std::min(row, nd));
           a.result.gen.draft_tokens += nd;
+          ++a.result.gen.drafts;
           accepted_rows += std::min(row, nd);
           if (a.job.seq->n_pos() > a.base + 1 + row) {
             Status st = a.job.seq->TrimTo(a.base + 1 + row);

@@ -126,9 +126,11 @@ struct GenerateResult {
   int64_t decode_tokens = 0;
   // With top_logprobs >= 0: one entry per element of `tokens`, same order (logprobs[i].token == tokens[i]).
   std::vector<TokenLogprobs> logprobs;
-  // Speculative decoding: tokens drafted and verified, and how many of them were accepted (emitted).
+  // Speculative decoding: tokens drafted and verified, how many of them were accepted (emitted), and in
+  // how many drafts (verifications that carried any).
   int64_t draft_tokens = 0;
   int64_t draft_accepted = 0;
+  int64_t drafts = 0;
 };
 
 // Called with each generated token as soon as it is sampled; return false to stop.

@@ -121,6 +121,7 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
       EMBER_RETURN_IF_ERROR(st[0]);
       logits = verify_ctx->logits(0);
       r.draft_tokens += static_cast<int64_t>(drafts.size());
+      ++r.drafts;
     }
     ++r.decode_tokens;
   }

@@ -204,14 +204,18 @@ std::string MetricsText(ServerContext& ctx) {
   m.Set("ember_uptime_seconds", {}, ctx.SteadySeconds() - ctx.started_at);
   if (!ctx.models->multi()) {
     const BackendStats b = loaded.at(0).backend().Stats();
-    RefreshLlamaMetrics(m, q, b);
+    RefreshLlamaMetrics(m, q, std::span<const BackendStats>(&b, 1));
     return m.RenderPrometheus() + RenderBackendStatsPrometheus(b);
   }
   RefreshRouterMetrics(ctx);
-  // llama-server's gauges see the queue of every model; its engine-derived ones have no single engine.
-  RefreshLlamaMetrics(m, q, BackendStats{});
+  // llama-server's gauges see every loaded model as one server: the queues and engines summed.
   std::vector<LabeledBackendStats> all;
-  for (const ModelLease& lease : loaded) all.push_back({{{"model", lease.id()}}, lease.backend().Stats()});
+  std::vector<BackendStats> engines;
+  for (const ModelLease& lease : loaded) {
+    all.push_back({{{"model", lease.id()}}, lease.backend().Stats()});
+    engines.push_back(all.back().stats);
+  }
+  RefreshLlamaMetrics(m, q, engines);
   return m.RenderPrometheus() + RenderBackendStatsPrometheus(all);
 }
 

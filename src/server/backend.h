@@ -129,9 +129,11 @@ struct GenerationResult {
   FinishReason finish_reason = FinishReason::kStop;
   double prefill_ms = 0;             // includes cache restore
   double decode_ms = 0;
-  // Speculative decoding (docs/speculative.md): tokens drafted and verified, and how many were accepted.
+  // Speculative decoding (docs/speculative.md): tokens drafted and verified, how many were accepted, and
+  // in how many drafts.
   int32_t draft_tokens = 0;
   int32_t draft_accepted = 0;
+  int32_t drafts = 0;
 };
 
 // A named value from the engine or one cache tier. Monotonic values are Prometheus counters, the others

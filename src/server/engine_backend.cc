@@ -251,6 +251,7 @@ class EngineBackend final : public InferenceBackend {
     out->decode_ms = r->gen.decode_s * 1000;
     out->draft_tokens = static_cast<int32_t>(r->gen.draft_tokens);
     out->draft_accepted = static_cast<int32_t>(r->gen.draft_accepted);
+    out->drafts = static_cast<int32_t>(r->gen.drafts);
     draft_tokens_.fetch_add(static_cast<uint64_t>(r->gen.draft_tokens), std::memory_order_relaxed);
     draft_accepted_.fetch_add(static_cast<uint64_t>(r->gen.draft_accepted), std::memory_order_relaxed);
     decode_tokens_.fetch_add(static_cast<uint64_t>(r->gen.decode_tokens), std::memory_order_relaxed);

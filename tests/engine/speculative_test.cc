@@ -276,6 +276,10 @@ TEST_P(GreedySpecTest, OutputIsBitwiseThePlainOne) {
         ASSERT_EQ(got.next_logits.size(), want.next_logits.size());
         EXPECT_EQ(std::memcmp(got.next_logits.data(), want.next_logits.data(), got.next_logits.size() * 4), 0) << what;
         EXPECT_LE(got.r.draft_accepted, got.r.draft_tokens);
+        // Each draft carries 1..draft_max tokens.
+        EXPECT_LE(got.r.drafts, got.r.draft_tokens) << what;
+        EXPECT_GE(got.r.drafts * go.speculative.draft_max, got.r.draft_tokens) << what;
+        EXPECT_EQ(got.r.drafts > 0, got.r.draft_tokens > 0) << what;
         if (d == 1 && i != 1 && max_tokens > 1) {
           EXPECT_EQ(got.r.draft_accepted, got.r.draft_tokens) << what;
         }

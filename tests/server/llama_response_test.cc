@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "server/llama_metrics.h"
 
 namespace ember::server {
@@ -149,7 +151,7 @@ TEST(LlamaMetrics, NamesTypesAndValues) {
   BackendStats b;
   b.batch_values = {{"steps", 40, true}, {"occupancy", 0.5, false}, {"max_seqs", 4, false},
                     {"kv_budget_bytes", 1000, false}, {"kv_reserved_bytes", 200, false}, {"kv_cache_bytes", 50, false}};
-  RefreshLlamaMetrics(m, q, b);
+  RefreshLlamaMetrics(m, q, std::span<const BackendStats>(&b, 1));
   EXPECT_EQ(m.Value("llamacpp:prompt_tokens_total", {}), 9);
   EXPECT_EQ(m.Value("llamacpp:prompt_tokens_cached_total", {}), 4);
   EXPECT_DOUBLE_EQ(m.Value("llamacpp:prompt_seconds_total", {}), 0.6);
@@ -182,6 +184,40 @@ TEST(LlamaMetrics, NamesTypesAndValues) {
   RecordLlamaGeneration(serial, Result(3, 0, 1, 1, 1));
   RefreshLlamaMetrics(serial, {}, {});
   EXPECT_EQ(serial.Value("llamacpp:n_decode_total", {}), 17);
+}
+
+// With several models loaded, llama-server's engine gauges are the servers' sum: steps and KV bytes add,
+// busy slots per decode is the step-weighted mean (here (10 * 1 + 30 * 3) / 40).
+TEST(LlamaMetrics, SeveralModelsAddUp) {
+  MetricsRegistry m;
+  DefineLlamaMetrics(m);
+  BackendStats a, b;
+  a.batch_values = {{"steps", 10, true}, {"occupancy", 0.25, false}, {"max_seqs", 4, false},
+                    {"kv_budget_bytes", 1000, false}, {"kv_reserved_bytes", 100, false}, {"kv_cache_bytes", 0, false}};
+  b.batch_values = {{"steps", 30, true}, {"occupancy", 0.75, false}, {"max_seqs", 4, false},
+                    {"kv_budget_bytes", 3000, false}, {"kv_reserved_bytes", 500, false}, {"kv_cache_bytes", 400, false}};
+  const std::vector<BackendStats> both = {a, b};
+  RefreshLlamaMetrics(m, {}, both);
+  EXPECT_EQ(m.Value("llamacpp:n_decode_total", {}), 40);
+  EXPECT_DOUBLE_EQ(m.Value("llamacpp:n_busy_slots_per_decode", {}), 2.5);
+  EXPECT_DOUBLE_EQ(m.Value("llamacpp:kv_cache_usage_ratio", {}), 0.25);
+}
+
+// --spec: the speculative counters count what the generations drafted and accepted, and serial decode
+// calls leave out the accepted drafts (each verification emits them with its own token).
+TEST(LlamaMetrics, SpeculativeCountersAndDecodeCalls) {
+  MetricsRegistry m;
+  DefineLlamaMetrics(m);
+  GenerationResult r = Result(10, 0, 16, 1, 1);
+  r.draft_tokens = 12;
+  r.draft_accepted = 9;
+  r.drafts = 4;
+  RecordLlamaGeneration(m, r);
+  RefreshLlamaMetrics(m, {}, {});
+  EXPECT_EQ(m.Value("llamacpp:spec_decode_num_draft_tokens_total", {}), 12);
+  EXPECT_EQ(m.Value("llamacpp:spec_decode_num_accepted_tokens_total", {}), 9);
+  EXPECT_EQ(m.Value("llamacpp:spec_decode_num_drafts_total", {}), 4);
+  EXPECT_EQ(m.Value("llamacpp:n_decode_total", {}), 1 + 15 - 9);
 }
 
 }  // namespace
