@@ -3,6 +3,7 @@
 // Every flag can also come from an EMBER_* environment variable (flag wins). SIGTERM/SIGINT drain.
 #include <pthread.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -82,6 +83,7 @@ Status CheckSeveralModelsFlags(const ServeOptions& o) {
 struct SeveralModels {
   std::unique_ptr<server::ModelLoader> loader;
   std::unique_ptr<server::ModelRouter> router;
+  size_t runnable = 0;
 };
 
 StatusOr<SeveralModels> MakeRouter(const ServeOptions& o) {
@@ -125,6 +127,7 @@ StatusOr<SeveralModels> MakeRouter(const ServeOptions& o) {
                o.idle_unload_s == 0 ? "off" : (std::to_string(static_cast<int64_t>(o.idle_unload_s)) + " s").c_str(),
                FormatDuration(o.load_wait_s).c_str());
   m.router = std::make_unique<server::ModelRouter>(std::move(specs), m.loader.get(), ro);
+  m.runnable = runnable;
   return m;
 }
 
@@ -164,12 +167,14 @@ int Serve(ServeOptions o, const std::string& key_file) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  if (server::HttpWorkerThreads(o) <= static_cast<int>(server::MaxAdmittedGenerations(o))) {
+  auto warn_workers = [](const ServeOptions& so) {
+    if (server::HttpWorkerThreads(so) > static_cast<int>(server::MaxAdmittedGenerations(so))) return;
     std::fprintf(stderr,
-                 "ember serve: warning: --http-threads %d <= --max-queue + --parallel: running and queued "
-                 "generations can hold every worker, so the 429 cannot fire and /health waits behind them\n",
-                 server::HttpWorkerThreads(o));
-  }
+                 "ember serve: warning: --http-threads %d <= (--max-queue + --parallel) x models loaded at once "
+                 "(%zu): running and queued generations can hold every worker, so the 429 cannot fire and "
+                 "/health waits behind them\n",
+                 server::HttpWorkerThreads(so), so.models_at_once);
+  };
   auto fail = [](const Status& st) {
     std::fprintf(stderr, "ember serve: %s\n", st.ToString().c_str());
     return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -177,6 +182,10 @@ int Serve(ServeOptions o, const std::string& key_file) {
   if (o.multi_model) {
     StatusOr<SeveralModels> models = MakeRouter(o);
     if (!models.ok()) return fail(models.status());
+    // Each loaded model queues its own generations, and a request waiting for room (--load-wait) holds a
+    // worker too: the default counts every model that can be loaded at once.
+    o.models_at_once = std::min<size_t>(o.max_loaded > 0 ? o.max_loaded : models->runnable, 64);
+    warn_workers(o);
     server::HttpServer http(o, models->router.get());
     const std::vector<std::string> names = models->router->RunnableNames();
     std::string what = std::to_string(names.size()) + " models (";
@@ -184,6 +193,7 @@ int Serve(ServeOptions o, const std::string& key_file) {
     what += names.size() > 8 ? ", ...)" : ")";
     return RunUntilSignal(http, o, &stop_signals, what);
   }
+  warn_workers(o);
   auto backend = MakeBackend(o);
   if (!backend.ok()) return fail(backend.status());
   server::HttpServer http(o, backend->get());
@@ -312,7 +322,8 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->check(CLI::Range(0, 1024))->envname("EMBER_THREADS");
   cmd->add_option("--http-threads", o->http_threads,
                   "Connection worker threads; each open connection holds one (0 = --max-queue + --parallel + 64: "
-                  "the running and queued generations, and 64 spare for /health, 429s and idle connections)")
+                  "the running and queued generations, and 64 spare for /health, 429s and idle connections; with "
+                  "several models the first term times the models loaded at once)")
       ->capture_default_str()->check(CLI::Range(0, 4096))->envname("EMBER_HTTP_THREADS");
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s, "Seconds in-flight work may take on SIGTERM/SIGINT")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SHUTDOWN_TIMEOUT");

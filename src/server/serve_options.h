@@ -22,6 +22,9 @@ struct ServeOptions {
   bool model_stores = false;
   std::vector<std::string> fake_models;    // --fake-models: several FakeBackends by these names
   size_t max_loaded = 0;                   // models loaded at once (0 = as many as memory allows)
+  // Several models: how many may be loaded, and generating, at once; sizes the connection workers'
+  // default. Set by the CLI (--max-loaded, else the runnable models found, at most 64); 1 for one model.
+  size_t models_at_once = 1;
   double idle_unload_s = 0;                // unload a model unused this long (0 = never)
   double load_wait_s = 60;                 // a load waits this long for models in use to free room, then 503
   std::string memory_budget;               // weights + KV budgets of the loaded models; empty: 75% of free RAM
@@ -95,9 +98,11 @@ inline constexpr int64_t kMinStepTokens = 16;
 // requests that get a 429, idle keep-alive connections.
 inline constexpr int kSpareHttpWorkers = 64;
 
-// Generations that hold a connection worker at most: one per lane running, max_queue waiting.
+// Generations that hold a connection worker at most: per model that can be loaded at once, one per lane
+// running and max_queue waiting.
 inline size_t MaxAdmittedGenerations(const ServeOptions& o) {
-  return o.max_queue + static_cast<size_t>(o.parallel > 1 ? o.parallel : 1);
+  const size_t per_model = o.max_queue + static_cast<size_t>(o.parallel > 1 ? o.parallel : 1);
+  return per_model * (o.models_at_once > 1 ? o.models_at_once : 1);
 }
 
 // The worker count in effect: http_threads, or MaxAdmittedGenerations + kSpareHttpWorkers (at most 4096).

@@ -280,5 +280,24 @@ TEST_F(MultiModelServer, LlamaServerRoutesPickTheirModel) {
   EXPECT_EQ(count->status, 200) << count->body;
 }
 
+// The connection workers' default counts every model's lanes and queue: each loaded model admits its own
+// running and queued generations, each holding a worker.
+TEST(HttpWorkers, TheDefaultCountsEveryModelLoadedAtOnce) {
+  ServeOptions o;
+  o.max_queue = 10;
+  o.parallel = 4;
+  EXPECT_EQ(MaxAdmittedGenerations(o), 14u);
+  EXPECT_EQ(HttpWorkerThreads(o), 14 + kSpareHttpWorkers);
+  o.models_at_once = 3;
+  EXPECT_EQ(MaxAdmittedGenerations(o), 42u);
+  EXPECT_EQ(HttpWorkerThreads(o), 42 + kSpareHttpWorkers);
+  o.http_threads = 7;  // an explicit count is kept as given
+  EXPECT_EQ(HttpWorkerThreads(o), 7);
+  o.http_threads = 0;
+  o.models_at_once = 64;
+  o.max_queue = 1000;
+  EXPECT_EQ(HttpWorkerThreads(o), 4096);  // capped
+}
+
 }  // namespace
 }  // namespace ember::server
