@@ -50,9 +50,11 @@ ModelSpec SpecOfModelArg(const ServeOptions& options) {
 }  // namespace
 
 StatusOr<ModelCost> EngineModelLoader::Estimate(const ModelSpec& spec) {
-  EMBER_ASSIGN_OR_RETURN(uint64_t file_bytes, Env::Default()->FileSize(spec.path));
-  // The header and the tensor table only: the weights stay unread (mapped, not faulted in).
+  // The header and the tensor table only: the weights stay unread (mapped, not faulted in). The size is
+  // the mapped file's: a model path may be a link (Hugging Face's snapshots are links to their blobs),
+  // which Env::FileSize, made for cache files, refuses.
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(spec.path));
+  const uint64_t file_bytes = model->gguf().file_size();
   const EngineOptions defaults;
   const KvConfig kv = model->MakeKvConfig(defaults.kv_dtype, defaults.kv_block_size);
   const uint64_t per_position = KvBytesPerPosition(kv);

@@ -96,6 +96,27 @@ TEST_F(EngineModelsTest, TheCostIsTheFileAndOneToParallelFullContexts) {
   EXPECT_FALSE(loader.Estimate(Find(specs, "junk")).ok());
 }
 
+// A model file reached through a link (Hugging Face's snapshots link to their blobs; users link model
+// files into a --models-dir) is listed, costed and loaded like the file itself.
+TEST_F(EngineModelsTest, ALinkedModelFileIsServed) {
+  testing::TempDir links;
+  fs::create_symlink(dir_->file("m7.gguf"), links.file("linked.gguf"));
+  ServeOptions o;
+  o.models_dirs = {links.path().string()};
+  o.model_stores = false;
+  o.parallel = 1;
+  o.ssd_cache_dir = (links.path() / "ssd").string();
+  const std::vector<ModelSpec> specs = FindServedModels(o);
+  const ModelSpec& linked = Find(specs, "linked");
+  EXPECT_TRUE(linked.runnable) << linked.why_not;
+  EngineModelLoader loader(o);
+  StatusOr<ModelCost> c = loader.Estimate(linked);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->weight_bytes, fs::file_size(dir_->file("m7.gguf")));
+  StatusOr<std::unique_ptr<InferenceBackend>> b = loader.Load(linked, c->min_kv_bytes);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+}
+
 TEST_F(EngineModelsTest, AModelUnloadedForRoomReloadsWarmFromTheSsdTier) {
   ServeOptions o = Options();
   o.parallel = 1;
