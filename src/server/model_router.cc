@@ -195,7 +195,18 @@ Acquired ModelRouter::Acquire(const std::string& name) {
         s.state = ModelState::kLoading;  // this thread loads it; later requests wait for this load
         break;
       }
+      // Each waiting request holds a connection worker, for up to --load-wait when the load waits for
+      // room: as many may wait as the model's queue would hold, the rest are refused now.
+      if (s.waiting >= opts_.max_queue) {
+        out.error = AcquireError::kBusy;
+        out.message = "The model " + Echo(specs_[i].name) + " is " + ModelStateName(s.state) + " and " +
+                      std::to_string(s.waiting) + " requests already wait for it (--max-queue " +
+                      std::to_string(opts_.max_queue) + "). Retry later";
+        return out;
+      }
+      ++s.waiting;
       cv_.Wait(&mu_);  // loading or unloading on another thread
+      --slots_[i].waiting;
     }
   }
   return Load(i);
@@ -450,6 +461,7 @@ std::vector<ModelStatus> ModelRouter::List() const {
     m.spec = specs_[i];
     m.state = s.state;
     m.leases = s.leases;
+    m.waiting = s.waiting;
     m.idle_s = s.last_use_us > 0 && s.leases == 0 ? static_cast<double>(now - s.last_use_us) / 1e6 : 0;
     m.charged_bytes = s.charge;
     m.kv_budget_bytes = s.kv;

@@ -88,6 +88,7 @@ struct ModelStatus {
   ModelSpec spec;
   ModelState state = ModelState::kUnloaded;
   int leases = 0;                  // requests (and monitoring reads) holding it now
+  size_t waiting = 0;              // requests waiting for its load (or unload) to end
   double idle_s = 0;               // since its last use (0 when never used)
   uint64_t charged_bytes = 0;      // weights + KV budget, while it holds room
   uint64_t kv_budget_bytes = 0;
@@ -159,6 +160,7 @@ class ModelRouter {
   struct Slot {
     ModelState state = ModelState::kUnloaded;
     int leases = 0;
+    size_t waiting = 0;       // requests waiting in Acquire for this slot's load or unload to end
     int64_t last_use_us = 0;
     uint64_t charge = 0;      // weights + kv, from the grant until the unload ends
     uint64_t kv = 0;

@@ -293,10 +293,11 @@ TEST(ModelRouter, AModelInUseIsNeverUnloadedAndTheNewLoadIsBusy) {
 // a's room (--max-loaded 1) and waits.
 class LoadWaitTest : public ::testing::Test {
  protected:
-  void Start(double wait_s) {
+  void Start(double wait_s, size_t max_queue = 64) {
     ModelRouter::Options o;
     o.max_loaded = 1;
     o.room_wait_s = wait_s;
+    o.max_queue = max_queue;
     o.env = &sim_;
     router_ = std::make_unique<ModelRouter>(Specs({"a", "b"}), &loader_, o);
     a_ = router_->Acquire("a");
@@ -341,6 +342,30 @@ TEST_F(LoadWaitTest, ALoadThatWaitedPastLoadWaitIsBusyAndSaysSo) {
   EXPECT_EQ(StateOf(*router_, "b"), ModelState::kUnloaded);
   EXPECT_EQ(router_->stats().refused, 1u);
   EXPECT_EQ(loader_.loads.load(), 1);
+}
+
+// Requests for a model being loaded wait for that load, each holding a connection worker: as many as its
+// queue holds, the rest are refused at once.
+TEST_F(LoadWaitTest, AtMostMaxQueueRequestsWaitForALoad) {
+  Start(30, /*max_queue=*/1);
+  Acquired second;
+  std::thread waiter([&] { second = router_->Acquire("b"); });
+  bool waiting = false;
+  for (int i = 0; i < 20000 && !waiting; ++i) {
+    waiting = router_->List()[1].waiting == 1;
+    if (!waiting) std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_TRUE(waiting);
+  Acquired third = router_->Acquire("b");
+  EXPECT_EQ(third.error, AcquireError::kBusy);
+  EXPECT_NE(third.message.find("1 requests already wait"), std::string::npos) << third.message;
+  a_.lease.Release();  // b loads; the request that waited for it gets it too
+  client_.join();
+  waiter.join();
+  EXPECT_TRUE(b_.ok()) << b_.message;
+  EXPECT_TRUE(second.ok()) << second.message;
+  EXPECT_EQ(router_->List()[1].waiting, 0u);
+  EXPECT_EQ(loader_.loads.load(), 2);  // a, then b once
 }
 
 TEST_F(LoadWaitTest, DrainEndsALoadWaitingForRoom) {
