@@ -163,14 +163,10 @@ Status Model::PackWeights(kernels::ThreadPool& pool,
 }
 
 uint64_t Model::PackableBytes(int* tensors) const {
+  const std::vector<std::pair<const uint8_t*, uint64_t>> sources = PackableSources();
   uint64_t bytes = 0;
-  int n = 0;
-  for (const kernels::WeightView* w : const_cast<Model*>(this)->PackCandidates()) {
-    const uint64_t b = kernels::PackedCopyBytes(*w);
-    bytes += b;
-    n += b > 0;
-  }
-  if (tensors != nullptr) *tensors = n;
+  for (const auto& source : sources) bytes += source.second;
+  if (tensors != nullptr) *tensors = static_cast<int>(sources.size());
   return bytes;
 }
 
