@@ -112,6 +112,8 @@ StatusOr<SeveralModels> MakeRouter(const ServeOptions& o) {
   server::ModelRouter::Options ro;
   ro.max_loaded = o.max_loaded;
   ro.idle_unload_s = o.idle_unload_s;
+  // NaN passes CLI11's Range (every comparison is false): refused here, as a day is the most.
+  if (!(o.load_wait_s >= 0 && o.load_wait_s <= 86400)) return InvalidArgument("--load-wait must be 0 to 86400 seconds");
   ro.room_wait_s = o.load_wait_s;
   ro.max_queue = o.max_queue;
   if (!o.memory_budget.empty()) {
@@ -226,7 +228,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--load-wait", o->load_wait_s,
                   "With several models: how long a request for a model that does not fit beside the models "
                   "serving requests waits for them to finish (then 503 model_busy; 0 = answer 503 at once)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_LOAD_WAIT");
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0))->envname("EMBER_LOAD_WAIT");
   cmd->add_option("--memory-budget", o->memory_budget,
                   "With several models: memory for the loaded models' weights and KV budgets together, e.g. 16G "
                   "(default: 75% of available memory at start). Each model is charged its file size plus its KV "
