@@ -136,6 +136,9 @@ PumpResult PumpJob(ServerContext& ctx, GenerationJob& job, const CompletionReque
       r.client_gone = !heartbeat();
       last_write = ctx.SteadySeconds();
     }
+    // A reply sent whole at the end writes nothing meanwhile: probe the socket instead (each wait above
+    // is 100 ms, so a client that left is noticed well within a second, queued or running).
+    if (!heartbeat && !r.client_gone && ctx.ClientGone()) r.client_gone = true;
     if (r.client_gone) job.Cancel();  // keep draining: the lane reports kDone promptly after a cancel
   }
   FinishOutput(req, id_prefix, sink ? &gate : nullptr, &r);

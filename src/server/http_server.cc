@@ -92,6 +92,7 @@ HttpServer::HttpServer(const ServeOptions& options, std::unique_ptr<ModelRouter>
   ctx_.access = &access_;
   ctx_.env = env != nullptr ? env : Env::Default();
   ctx_.started_at = ctx_.SteadySeconds();
+  ctx_.client_gone = [] { return TransportServer::ClientGone(); };
   if (!models_->multi()) ctx_.model_id = models_->RunnableNames().at(0);
   DefineMetrics();
   for (auto* family : {&OpenAIRoutes, &ModelRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes, &LlamaRoutes,

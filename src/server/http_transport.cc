@@ -57,6 +57,7 @@ class ConnectionStream final : public httplib::Stream {
   void CloseAfterResponse() { close_after_ = true; }
   bool must_close() const { return close_after_ || failure_ != ReadFailure::kNone; }
   ReadFailure failure() const { return failure_; }
+  bool Gone() const { return pos_ == len_ && !Alive(); }
 
   // A connection closed with unread input would answer the client's next segments with a reset, which
   // can destroy the response before the client reads it: half-close, then swallow input for a moment.
@@ -184,6 +185,8 @@ int TransportServer::Bind(const std::string& host, int port) {
 void TransportServer::CloseAfterResponse() {
   if (t_connection != nullptr) t_connection->CloseAfterResponse();
 }
+
+bool TransportServer::ClientGone() { return t_connection != nullptr && t_connection->Gone(); }
 
 ReadFailure TransportServer::CurrentReadFailure() {
   return t_connection != nullptr ? t_connection->failure() : ReadFailure::kNone;

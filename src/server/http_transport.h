@@ -47,6 +47,9 @@ class TransportServer : public httplib::Server {
   // that worker is handling. Outside a connection worker these do nothing / report kNone.
   static void CloseAfterResponse();   // the body was not read (or only in part): do not reuse
   static ReadFailure CurrentReadFailure();
+  // True when the current request's client has closed its connection (EOF or reset), checked without
+  // blocking. Pipelined bytes waiting to be read count as alive.
+  static bool ClientGone();
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -29,6 +29,12 @@ struct ServerContext {
   std::string model_id;                 // single-model mode: the id clients see ("" with several models)
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> draining{false};    // shutdown began: new work gets 503
+  // True when the client of the request the calling connection worker is handling has closed its
+  // connection (HttpServer installs the transport's probe; null in tests without a transport). Lets
+  // work that writes nothing for a while (non-streaming generation, schema compilation) stop early.
+  std::function<bool()> client_gone;
+
+  bool ClientGone() const { return client_gone && client_gone(); }
 
   std::string NewId(const char* prefix) { return prefix + std::to_string(next_id.fetch_add(1)); }
   double SteadySeconds() const { return static_cast<double>(env->MonotonicMicros()) / 1e6; }
