@@ -332,6 +332,21 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--request-timeout", o->request_timeout_s,
                   "Seconds from a request's first byte to the end of its body (408 beyond: slow clients)")
       ->capture_default_str()->check(CLI::Range(0.1, 86400.0))->envname("EMBER_REQUEST_TIMEOUT");
+  cmd->add_option("--header-timeout", o->header_timeout_s,
+                  "Seconds a new connection has to send its request line and headers (a kept-alive one, from "
+                  "its next request's first byte); a partial head then gets 408, none at all a close")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0))->envname("EMBER_HEADER_TIMEOUT");
+  cmd->add_option("--keep-alive-timeout", o->keep_alive_timeout_s,
+                  "Seconds a kept-alive connection may wait idle for its next request (it holds only a socket)")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0))->envname("EMBER_KEEP_ALIVE_TIMEOUT");
+  cmd->add_option("--max-connections", o->max_connections,
+                  "Open connections in all; past it a new one closes the oldest idle (or still-sending) one, "
+                  "or is closed at once when every connection is being answered")
+      ->capture_default_str()->check(CLI::Range(16, 1 << 20))->envname("EMBER_MAX_CONNECTIONS");
+  cmd->add_option("--max-client-connections", o->max_client_connections,
+                  "Open connections from one client address; past it a new one from that address closes its "
+                  "oldest idle (or still-sending) one, so a client can push out only its own")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20))->envname("EMBER_MAX_CLIENT_CONNECTIONS");
   auto fake_models = std::make_shared<std::string>();
   cmd->add_option("--fake-models", *fake_models,
                   "Serve several fake models by these comma-separated names (as --fake, one backend each, loaded "

@@ -202,6 +202,7 @@ std::string MetricsText(ServerContext& ctx) {
   std::vector<ModelLease> loaded = ctx.models->LeaseLoaded();
   const Scheduler::Stats q = RefreshQueueMetrics(ctx, loaded);
   m.Set("ember_uptime_seconds", {}, ctx.SteadySeconds() - ctx.started_at);
+  if (ctx.refresh_connection_metrics) ctx.refresh_connection_metrics();
   if (!ctx.models->multi()) {
     const BackendStats b = loaded.at(0).backend().Stats();
     RefreshLlamaMetrics(m, q, std::span<const BackendStats>(&b, 1));

@@ -32,6 +32,12 @@ TransportLimits LimitsFor(const ServeOptions& o, Env* env) {
   TransportLimits l;
   l.env = env;
   l.request_timeout_s = o.request_timeout_s;
+  l.header_timeout_s = o.header_timeout_s;
+  l.idle_timeout_s = o.keep_alive_timeout_s;
+  l.max_connections = o.max_connections;
+  l.max_connections_per_client = o.max_client_connections;
+  l.max_body_bytes = o.max_body_bytes;
+  l.workers = static_cast<size_t>(std::max(2, HttpWorkerThreads(o)));
   // The cap is on decoded bytes (ReadBody); this wire budget only bounds what malformed chunk framing
   // could make httplib buffer. Compressed or sanely chunked bodies are far below it.
   l.max_raw_body_bytes = 2 * o.max_body_bytes + l.max_header_bytes;
@@ -59,6 +65,13 @@ std::string Seconds(double s) {
 ApiError TooSlow(const ServeOptions& o, const char* what) {
   return {408, "invalid_request_error",
           std::string(what) + " not received within --request-timeout (" + Seconds(o.request_timeout_s) + ")", ""};
+}
+
+// The loop holds more request bytes than --max-body-bytes allows for all requests arriving at once.
+ApiError BuffersFull() {
+  ApiError e = Overloaded("the server is receiving too many request bodies at once; retry shortly");
+  e.retry_after_s = 1;
+  return e;
 }
 
 }  // namespace
@@ -93,6 +106,14 @@ HttpServer::HttpServer(const ServeOptions& options, std::unique_ptr<ModelRouter>
   ctx_.env = env != nullptr ? env : Env::Default();
   ctx_.started_at = ctx_.SteadySeconds();
   ctx_.client_gone = [] { return TransportServer::ClientGone(); };
+  ctx_.refresh_connection_metrics = [this] {
+    const LoopCounts c = http_->counts();
+    metrics_.Set("ember_http_connections", {{"state", "open"}}, static_cast<double>(c.open));
+    metrics_.Set("ember_http_connections", {{"state", "answering"}}, static_cast<double>(c.busy));
+    metrics_.Set("ember_http_connections_closed_total", {{"reason", "refused"}}, static_cast<double>(c.refused));
+    metrics_.Set("ember_http_connections_closed_total", {{"reason", "evicted"}}, static_cast<double>(c.evicted));
+    metrics_.Set("ember_http_connections_closed_total", {{"reason", "deadline"}}, static_cast<double>(c.timed_out));
+  };
   if (!models_->multi()) ctx_.model_id = models_->RunnableNames().at(0);
   DefineMetrics();
   for (auto* family : {&OpenAIRoutes, &ModelRoutes, &ResponsesRoutes, &AnthropicRoutes, &AdminRoutes, &LlamaRoutes,
@@ -124,6 +145,10 @@ void HttpServer::DefineMetrics() {
   metrics_.DefineGauge("ember_lane_busy", "1 while the lane runs a generation");
   metrics_.DefineCounter("ember_lane_completed_total", "generations the lane ran to their end");
   metrics_.DefineGauge("ember_uptime_seconds", "seconds since the server started");
+  metrics_.DefineGauge("ember_http_connections", "client connections now: open (all), answering (held by a worker)");
+  metrics_.DefineCounter("ember_http_connections_closed_total",
+                         "connections the server closed: refused (no room), evicted (to make room), deadline "
+                         "(head, request or idle timeout)");
   DefineLlamaMetrics(metrics_);
   if (!models_->multi()) return;
   metrics_.DefineGauge("ember_models_known", "models this server can serve");
@@ -249,6 +274,7 @@ std::optional<ApiError> HttpServer::ReadBody(const httplib::Request& req, const 
                     " bytes on the wire (chunk framing included)");
   }
   if (failure == ReadFailure::kDeadline) return TooSlow(options_, "request body");
+  if (failure == ReadFailure::kOverloaded) return BuffersFull();
   return InvalidRequest("request body could not be read: truncated, bad chunked framing, or bad gzip/deflate/br "
                         "data");
 }
@@ -289,11 +315,8 @@ void HttpServer::InstallHooks() {
     return s.status;
   });
   InstallErrorShaping();
-  const size_t threads = static_cast<size_t>(std::max(2, HttpWorkerThreads(options_)));
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(1000);
-  http_->set_keep_alive_timeout(5);  // idle time a kept-alive connection gets for its next request
 }
 
 // httplib's own failures (unknown route, body over the limit, malformed request) arrive at the error
@@ -306,6 +329,8 @@ void HttpServer::InstallErrorShaping() {
     const ReadFailure failure = TransportServer::CurrentReadFailure();
     if (failure == ReadFailure::kDeadline) {
       err = TooSlow(options_, "request headers");
+    } else if (failure == ReadFailure::kOverloaded) {
+      err = BuffersFull();
     } else if (failure == ReadFailure::kHeaderLimit) {
       err = {431, "invalid_request_error",
              "request line and headers exceed " + std::to_string(TransportLimits{}.max_header_bytes) + " bytes", ""};
@@ -343,12 +368,7 @@ Status HttpServer::Start() {
     return IoError("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                    " (address in use or not available)");
   }
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
-  // httplib's stop() does nothing before the accept loop has begun: a Shutdown() right after Start()
-  // would leave the listener in accept() for good (seen in the bind tests).
-  // (A wait for another thread, not for time: yield rather than sleep.)
-  while (!http_->is_running()) std::this_thread::yield();
-  return Status::Ok();
+  return http_->Serve();
 }
 
 Status HttpServer::Shutdown() {
@@ -356,8 +376,7 @@ Status HttpServer::Shutdown() {
   stopped_ = true;
   ctx_.draining.store(true);
   models_->Drain(std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)));
-  http_->stop();
-  if (listener_.joinable()) listener_.join();
+  http_->Stop();
   return models_->FlushAll();
 }
 

@@ -2,9 +2,9 @@
 // transport limits (body cap after decoding, JSON content type, request deadline; http_transport.h),
 // shapes every error (including httplib's own 404/413) as JSON in the route's API flavor, counts requests.
 //
-// Threads: one listener thread (accept loop), a pool of HttpWorkerThreads() connection workers (parse,
-// validate, template, tokenize, stream), and each loaded model's Scheduler lanes (model_router.h). See
-// docs/server.md.
+// Threads: the connection loop (epoll: accepts and reads requests whole), a pool of HttpWorkerThreads()
+// workers (parse, validate, template, tokenize, stream), and each loaded model's Scheduler lanes
+// (model_router.h). See docs/server.md.
 #pragma once
 
 #include <memory>
@@ -70,7 +70,6 @@ class HttpServer {
   ServerContext ctx_;
   std::vector<Route> routes_;
   std::unique_ptr<TransportServer> http_;
-  std::thread listener_;
   int port_ = -1;
   bool stopped_ = false;
 };

@@ -51,6 +51,10 @@ struct ServeOptions {
   // Host names served beyond loopback ones ("*" = any); checked when bound to loopback or when given.
   std::vector<std::string> allowed_hosts;
   double request_timeout_s = 30;           // first byte of a request -> end of its body, else 408
+  double header_timeout_s = 5;             // a new connection -> the end of its request head, else 408/close
+  double keep_alive_timeout_s = 5;         // a kept-alive connection idle this long is closed
+  size_t max_connections = 16384;          // open connections in all (the oldest idle one makes room)
+  size_t max_client_connections = 1024;    // open connections from one client address (likewise)
   int fake_token_delay_ms = 0;             // FakeBackend: per-token sleep
   int32_t fake_context_length = 4096;      // FakeBackend: context length
   int64_t fake_kv_budget_tokens = 0;       // FakeBackend: KV budget in tokens (0 = none), for admission tests

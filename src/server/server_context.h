@@ -33,6 +33,8 @@ struct ServerContext {
   // connection (HttpServer installs the transport's probe; null in tests without a transport). Lets
   // work that writes nothing for a while (non-streaming generation, schema compilation) stop early.
   std::function<bool()> client_gone;
+  // Sets the connection gauges (open, busy, refused, evicted, timed out) before /metrics renders.
+  std::function<void()> refresh_connection_metrics;
 
   bool ClientGone() const { return client_gone && client_gone(); }
 

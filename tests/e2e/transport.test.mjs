@@ -272,6 +272,65 @@ test('while 64 clients generate, /health answers fast and generations beyond the
   }
 });
 
+test('500 idle sockets and 100 heads sent a byte at a time hold no worker: /health stays fast', bounded, async () => {
+  const s = await startServer(['--http-threads', '2']);
+  const socks = [];
+  try {
+    const port = portOf(s.url);
+    for (let i = 0; i < 600; i++) {
+      const sock = net.connect(port, '127.0.0.1');
+      sock.on('error', () => {});
+      if (i % 6 === 0) sock.write('POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+      socks.push(sock);
+    }
+    await sleep(300);
+    const times = [];
+    for (let i = 0; i < 30; i++) {
+      const t0 = performance.now();
+      const h = await fetch(`${s.url}/health`, { signal: AbortSignal.timeout(5000) });
+      times.push(performance.now() - t0);
+      assert.equal(h.status, 200);
+    }
+    times.sort((x, y) => x - y);
+    console.log(`/health beside 600 idle or slow sockets: median ${times[15].toFixed(1)} ms, max ${times.at(-1).toFixed(1)} ms`);
+    assert.ok(times.at(-1) < 1000, `slowest /health took ${times.at(-1)} ms`);  // ~1 ms; httplib alone hung here
+    const r = await postJson(`${s.url}/v1/chat/completions`, chat('echo: beside the crowd'));
+    assert.equal(r.status, 200);
+    const metrics = await (await fetch(`${s.url}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+    const open = Number(metrics.match(/ember_http_connections\{state="open"\} (\d+)/)?.[1] ?? -1);
+    assert.ok(open >= 600, `the loop holds ${open} connections`);
+  } finally {
+    for (const sock of socks) sock.destroy();
+    await s.stop();
+  }
+});
+
+test('non-streaming clients that leave are cancelled, queued or running: every lane idle within 2 s', bounded, async () => {
+  const s = await startServer(['--fake-token-delay-ms', '20', '--parallel', '4']);
+  try {
+    const aborts = Array.from({ length: 8 }, () => new AbortController());
+    const clients = aborts.map((ac) => fetch(`${s.url}/v1/chat/completions`, { method: 'POST', signal: ac.signal,
+      headers: { 'content-type': 'application/json' }, body: chat('[long]', { max_tokens: 2000 }) }).catch(() => {}));
+    await sleep(1000);
+    let q = await queueOf(s.url);
+    assert.deepEqual([q.running, q.waiting], [4, 4], 'four run, four wait, none has finished');
+    for (const ac of aborts) ac.abort();
+    const t0 = performance.now();
+    while (performance.now() - t0 < 5000) {
+      q = await queueOf(s.url);
+      if (q.running === 0 && q.waiting === 0) break;
+      await sleep(20);
+    }
+    const ms = performance.now() - t0;
+    console.log(`8 non-streaming clients left: every lane idle after ${ms.toFixed(0)} ms`);
+    assert.deepEqual([q.running, q.waiting], [0, 0]);
+    assert.ok(ms < 2000, `lanes idle after ${ms} ms`);
+    await Promise.all(clients);
+  } finally {
+    await s.stop();
+  }
+});
+
 // `ember serve --fake --port PORT` until it says it serves (or exits); the harness always asks for port 0.
 function serveOn(port) {
   const proc = spawn(emberBin, ['serve', '--fake', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -64,6 +65,13 @@ class RawClient {
       out.append(buf, static_cast<size_t>(n));
     }
     return out;
+  }
+  // True once the server closed the connection (EOF or reset; nothing buffered to read first).
+  bool Closed() {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 500) <= 0) return false;
+    char c;
+    return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
   }
   // True once a response head has arrived (non-blocking peek).
   bool ResponseStarted() {
@@ -389,6 +397,63 @@ TEST_F(TransportTest, QueueLimitFiresBeforeWorkersRunOutAndHealthAnswers) {
   backend_->Release();
   for (auto& t : clients) t.join();
   EXPECT_EQ(ok, generations);
+}
+
+// Idle sockets and heads sent a byte at a time cost the loop a socket each, not a worker: with two
+// workers, hundreds of them leave /health and a chat as fast as ever.
+TEST_F(TransportTest, IdleAndSlowConnectionsHoldNoWorker) {
+  ServeOptions o;
+  o.http_threads = 2;
+  Start(o);
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 300; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server_->port()));
+    ASSERT_TRUE(idle.back()->connected());
+    if (i % 3 == 0) {
+      ASSERT_TRUE(idle.back()->Send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127"));
+    }
+  }
+  double slowest = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto t0 = SteadyClock::now();
+    const std::string h = Exchange("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 5);
+    slowest = std::max(slowest, SecondsSince(t0));
+    ASSERT_EQ(Status(h), 200) << h;
+  }
+  EXPECT_LT(slowest, 1.0);  // about a millisecond; httplib alone held a worker per idle socket and hung
+  EXPECT_EQ(Status(Post("/v1/chat/completions", "Content-Type: application/json\r\n", kChat)), 200);
+}
+
+// A client past its share of connections pushes out its own oldest idle one; one whose connections are
+// all being answered is refused.
+TEST_F(TransportTest, PerClientCapClosesTheClientsOldestIdleConnection) {
+  ServeOptions o;
+  o.max_client_connections = 8;
+  Start(o);
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 8; ++i) idle.push_back(std::make_unique<RawClient>(server_->port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the loop accept them in order
+  const std::string h = Exchange("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 5);
+  EXPECT_EQ(Status(h), 200) << h;
+  // The oldest was closed (EOF at once); the newest is still open.
+  EXPECT_EQ(idle.front()->ReadAll(2), "");
+  EXPECT_TRUE(idle.front()->Closed());
+  EXPECT_FALSE(idle.back()->Closed());
+}
+
+TEST_F(TransportTest, SilentAndIdleConnectionsAreClosedAtTheirDeadlines) {
+  ServeOptions o;
+  o.header_timeout_s = 0.5;
+  o.keep_alive_timeout_s = 0.5;
+  Start(o);
+  const auto t0 = SteadyClock::now();
+  RawClient silent(server_->port());
+  RawClient kept(server_->port());
+  ASSERT_TRUE(kept.Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const std::string r = kept.ReadAll(4);  // the answer, then the close at the idle deadline
+  EXPECT_EQ(Status(r), 200) << r;
+  EXPECT_EQ(silent.ReadAll(4), "");  // closed unanswered: it sent nothing
+  EXPECT_LT(SecondsSince(t0), 3.0);
 }
 
 TEST(TransportBind, RestartBindsAtOnceAndALiveServerKeepsItsPort) {

@@ -60,6 +60,7 @@ TEST_F(ServerClockTest, UptimeAndCreatedComeFromTheEnv) {
 TEST_F(ServerClockTest, TheRequestDeadlineRunsOnTheEnvClock) {
   ServeOptions o;
   o.request_timeout_s = 3600;
+  o.header_timeout_s = 7200;  // the head's own deadline (5 s by default) would fire first
   Start(o);
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
