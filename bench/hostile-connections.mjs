@@ -71,7 +71,9 @@ const chatPromise = request('/v1/chat/completions', chat).then((r) => { chatDuri
 const probes = Number(a.probes);
 const gap = (Number(a.seconds) * 1000) / probes;
 let failures = 0;
+let rssPeak = rssMb();
 for (let i = 0; i < probes; i++) {
+  rssPeak = Math.max(rssPeak, rssMb());
   try {
     const r = await request('/health');
     if (r.status !== 200) failures += 1;
@@ -89,7 +91,8 @@ console.log(JSON.stringify({
   still_open_at_end: open_, closed_by_server: closedByServer,
   health: { n: during.length, failures, p50_ms: q(0.5)?.toFixed(2), p99_ms: q(0.99)?.toFixed(2), max_ms: during.at(-1)?.toFixed(2) },
   chat_alone_ms: base.ms.toFixed(0), chat_during_ms: chatDuring?.ms.toFixed(0), chat_status: chatDuring?.status,
-  rss_mb_before: rss0.toFixed(1), rss_mb_after: rss1.toFixed(1), rss_growth_mb: (rss1 - rss0).toFixed(1),
+  rss_mb_before: rss0.toFixed(1), rss_mb_peak: rssPeak.toFixed(1), rss_mb_after: rss1.toFixed(1),
+  rss_growth_mb: (Math.max(rssPeak, rss1) - rss0).toFixed(1),
 }, null, 1));
 for (const s of sockets) s.destroy();
 process.exit(0);
