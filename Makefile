@@ -55,7 +55,7 @@ test: setup build
 
 e2e: build
 	@mkdir -p $(TEST_HOME)
-	@cd tests/e2e && $(TEST_ENV) EMBER_BIN=$(abspath $(BUILD))/ember node --test --test-concurrency=1 .
+	@cd tests/e2e && $(TEST_ENV) EMBER_BIN=$(abspath $(BUILD))/ember node --test --test-concurrency=1 --test-timeout=600000 .
 
 # The fuzz build (clang, libFuzzer + ASan + UBSan) in build-fuzz/. tokenizer_fuzz's vocabularies come
 # from the plain build's `ember gen-model`, so that binary is built first.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "bench/llama_server.h"
+#include "support/poll.h"
 #include "util/mutex.h"
 
 namespace ember::bench {
@@ -227,7 +228,10 @@ class RecordingServer {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // A failed bind ends listen_after_bind at once: fail then, do not wait for is_running forever.
+    if (!ember::testing::PollUntil([&] { return server_.is_running(); }, std::chrono::seconds(10))) {
+      ADD_FAILURE() << "the fake server did not start (port " << port_ << ")";
+    }
   }
   ~RecordingServer() {
     server_.stop();

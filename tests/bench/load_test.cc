@@ -9,6 +9,7 @@
 
 #include "bench/load_stats.h"
 #include "bench/sse_parser.h"
+#include "support/poll.h"
 
 namespace ember::bench {
 namespace {
@@ -138,7 +139,10 @@ class FakeSseServer {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // A failed bind ends listen_after_bind at once: fail then, do not wait for is_running forever.
+    if (!ember::testing::PollUntil([&] { return server_.is_running(); }, std::chrono::seconds(10))) {
+      ADD_FAILURE() << "the fake server did not start (port " << port_ << ")";
+    }
   }
   ~FakeSseServer() {
     server_.stop();
@@ -165,11 +169,15 @@ class FakeSseServer {
     return true;
   }
 
+  // Waits for a free slot; a minute without one (a client that never releases) fails instead of hanging.
   void Acquire() {
-    for (;;) {
+    const bool got = ember::testing::PollUntil([&] {
       int cur = active_.load();
-      if (cur < capacity_ && active_.compare_exchange_weak(cur, cur + 1)) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return cur < capacity_ && active_.compare_exchange_weak(cur, cur + 1);
+    }, std::chrono::seconds(60));
+    if (!got) {
+      ADD_FAILURE() << "no free slot of " << capacity_ << " within 60 s";
+      ++active_;  // Release() follows either way
     }
   }
   void Release() { --active_; }

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/poll.h"
 #include "support/sim_env.h"
 
 namespace ember {
@@ -29,7 +30,10 @@ struct Gate {
     j.kind = "gate";
     j.run = [this] {
       entered.set_value();
-      released.wait();
+      // Bounded: a test that fails before releasing must not hang the queue's Stop() for ever.
+      if (released.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+        ADD_FAILURE() << "the gate job was never released";
+      }
       return Status::Ok();
     };
     return j;
@@ -72,7 +76,8 @@ TEST(WriteQueueTest, OverTheCapTheOldestUnstartedJobIsDroppedAndTold) {
   WriteQueue q(250);
   Gate gate;
   q.Push(gate.Job());
-  gate.entered.get_future().wait();  // the worker is busy: everything below stays queued
+  // The worker is busy: everything below stays queued.
+  ASSERT_EQ(gate.entered.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the worker never ran the gate job";
   std::vector<int> log;
   std::vector<Status> done;
   std::mutex mu;
@@ -97,7 +102,7 @@ TEST(WriteQueueTest, UrgentJobsJumpTheQueueAndAreNeverDropped) {
   WriteQueue q(100);
   Gate gate;
   q.Push(gate.Job());
-  gate.entered.get_future().wait();
+  ASSERT_EQ(gate.entered.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the worker never ran the gate job";
   std::vector<int> log;
   std::mutex mu;
   q.Push(Recording(&log, &mu, 1, 100));
@@ -130,7 +135,7 @@ TEST(WriteQueueTest, WaitForTimesOutAtItsDeadlineWhileAJobRunsAndStopDropsTheRes
   auto q = std::make_unique<WriteQueue>(1 << 20, 5000 * kMs, &sim);
   Gate gate;
   q->Push(gate.Job());
-  gate.entered.get_future().wait();
+  ASSERT_EQ(gate.entered.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the worker never ran the gate job";
   std::vector<int> log;
   std::vector<Status> done;
   std::mutex mu;
@@ -144,15 +149,13 @@ TEST(WriteQueueTest, WaitForTimesOutAtItsDeadlineWhileAJobRunsAndStopDropsTheRes
   EXPECT_FALSE(waited.get());
   std::thread stopper([&] { q->Stop(); });
   // Stop drops the queued job at once (its done hears about it), then waits for the running one.
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!done.empty()) break;
-    }
-    std::this_thread::yield();
-  }
+  const bool dropped = ember::testing::PollUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !done.empty();
+  }, std::chrono::seconds(60), std::chrono::milliseconds(0));
   gate.release.set_value();
   stopper.join();
+  ASSERT_TRUE(dropped) << "Stop did not drop the queued job within 60 s";
   EXPECT_TRUE(log.empty());
   EXPECT_EQ(done[0].code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(q->WaitFor(t));

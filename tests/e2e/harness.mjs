@@ -32,10 +32,15 @@ export async function startServer(extraArgs = [], { model = null, fake = true, e
     });
     proc.on('exit', (code) => reject(new Error(`ember exited with ${code}: ${stderr}`)));
   });
-  for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
+  // Bounded, and a failure: a server that never turns healthy must not let the test go on (or hang).
+  let healthy = false;
+  for (let i = 0; i < 200 && !healthy; i++) {
+    healthy = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5000) }).then((r) => r.ok, () => false);
+    if (!healthy) await new Promise((r) => setTimeout(r, 50));
+  }
+  if (!healthy) {
+    proc.kill('SIGKILL');
+    throw new Error(`ember at ${url} never answered /health with 200: ${stderr}`);
   }
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   return {

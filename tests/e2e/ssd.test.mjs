@@ -9,6 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { makeTinyModel, postJson, serveTakes, startServer, stats } from './harness.mjs';
 
+// The SSD tier is part of every build: a `serve` without its flag (or a --help that cannot be read)
+// is a failure here, never a skip.
+function requireSsdTier() {
+  assert.ok(serveTakes('--ssd-cache'), '`ember serve --help` does not list --ssd-cache: the SSD tier is missing');
+}
+
 let model;
 let dir;
 let sigtermDir;
@@ -29,7 +35,8 @@ const request = {
   temperature: 0,
 };
 
-test('a prefix cached before a restart is served from SSD after it, with identical output', { skip: !serveTakes('--ssd-cache') }, async () => {
+test('a prefix cached before a restart is served from SSD after it, with identical output', async () => {
+  requireSsdTier();
   const args = ['--ssd-cache', dir, '--ssd-demote-idle', '0'];
   const first = await startServer(args, { model: model.path });
   let before;
@@ -66,7 +73,8 @@ test('a prefix cached before a restart is served from SSD after it, with identic
 });
 
 // Moved from robustness.test.mjs, whose fake has no cache to flush: the shutdown flush is the real one.
-test('SIGTERM alone flushes the RAM tier to SSD: the restarted server serves the prefix from there', { skip: !serveTakes('--ssd-cache') }, async () => {
+test('SIGTERM alone flushes the RAM tier to SSD: the restarted server serves the prefix from there', async () => {
+  requireSsdTier();
   // No flush request, and SIGTERM right after the answer: the write-behind's 1 s debounce has usually not
   // fired yet, so the shutdown's flush writes the entry (either way it must be on disk after exit 0).
   const args = ['--ssd-cache', sigtermDir, '--ssd-demote-idle', '0'];

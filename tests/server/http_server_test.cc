@@ -13,6 +13,7 @@
 
 #include "cache/cache_namespace.h"
 #include "server/fake_backend.h"
+#include "support/poll.h"
 
 namespace ember::server {
 namespace {
@@ -362,9 +363,16 @@ TEST_F(ServerTest, FullQueueIs429) {
   };
   int s1 = 0, s2 = 0;
   std::thread t1(background, &s1);
-  while (backend_->generations_started() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const bool started = ember::testing::PollUntil([&] { return backend_->generations_started() >= 1; });
   std::thread t2(background, &s2);
-  while (server_->context().models->LeaseLoaded().at(0).scheduler().stats().queued < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const bool queued = started && ember::testing::PollUntil(
+      [&] { return server_->context().models->LeaseLoaded().at(0).scheduler().stats().queued >= 1; });
+  if (!queued) {
+    backend_->Release();
+    t1.join();
+    t2.join();
+    FAIL() << (started ? "the second request never queued" : "the first request never reached the backend");
+  }
   auto r = Post("/v1/chat/completions", Chat("echo: q"));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);

@@ -74,7 +74,10 @@ class RecordingLoader final : public ModelLoader {
       std::unique_lock<std::mutex> lock(gate_mu_);
       ++waiting_;
       gate_cv_.notify_all();
-      gate_cv_.wait(lock, [&] { return !gated_; });
+      // Bounded: a test that fails before Open() must not hang here (or in the router's destructor).
+      if (!gate_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return !gated_; })) {
+        ADD_FAILURE() << "the load gate was never opened";
+      }
       --waiting_;
     }
     log.Add("load " + spec.name + " " + std::to_string(kv));
@@ -94,7 +97,9 @@ class RecordingLoader final : public ModelLoader {
   }
   void AwaitBlockedLoads(int n) {
     std::unique_lock<std::mutex> lock(gate_mu_);
-    gate_cv_.wait(lock, [&] { return waiting_ >= n; });
+    if (!gate_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return waiting_ >= n; })) {
+      ADD_FAILURE() << "only " << waiting_ << " of " << n << " loads reached the gate within 60 s";
+    }
   }
 
  private:

@@ -9,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/fake_backend.h"
+#include "support/poll.h"
 
 namespace ember::server {
 namespace {
@@ -23,12 +24,15 @@ std::shared_ptr<GenerationJob> Job(const std::string& prompt, int max_tokens = 8
 // Drains a job's events until kDone; returns the text and the final event.
 std::pair<std::string, JobEvent> Drain(GenerationJob& job) {
   std::string text;
-  while (true) {
+  for (int waits = 0; waits < 60; ++waits) {  // a minute: a job that never ends fails, not hangs
     for (JobEvent& ev : job.Wait(std::chrono::milliseconds(1000))) {
       if (ev.kind == JobEvent::Kind::kDone) return {text, std::move(ev)};
       text += ev.text;
     }
   }
+  ADD_FAILURE() << "the job did not end within 60 s; text so far: " << text;
+  job.Cancel();
+  return {text, JobEvent{}};
 }
 
 TEST(Scheduler, RunsAJobAndReportsDone) {
@@ -71,7 +75,10 @@ TEST(Scheduler, FifoOrderAndQueueLimit) {
   Scheduler s(&backend, 2);
   auto running = Job("echo: first");
   ASSERT_TRUE(s.Submit(running).ok());
-  while (backend.generations_started() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!ember::testing::PollUntil([&] { return backend.generations_started() >= 1; })) {
+    backend.Release();
+    FAIL() << "the first job never reached the backend";
+  }
   auto a = Job("echo: a"), b = Job("echo: b"), c = Job("echo: c");
   ASSERT_TRUE(s.Submit(a).ok());
   ASSERT_TRUE(s.Submit(b).ok());
@@ -95,7 +102,10 @@ TEST(Scheduler, CancelledQueuedJobIsSkippedAndFreesItsSlot) {
   Scheduler s(&backend, 1);
   auto running = Job("echo: x");
   ASSERT_TRUE(s.Submit(running).ok());
-  while (backend.generations_started() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!ember::testing::PollUntil([&] { return backend.generations_started() >= 1; })) {
+    backend.Release();
+    FAIL() << "the first job never reached the backend";
+  }
   auto gone = Job("echo: y");
   ASSERT_TRUE(s.Submit(gone).ok());
   gone->Cancel();

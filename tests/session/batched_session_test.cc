@@ -15,6 +15,7 @@
 #include "session/cached_session.h"
 #include "session/kv_budget.h"
 #include "session/session_test_util.h"
+#include "support/poll.h"
 
 namespace ember {
 namespace {
@@ -74,11 +75,15 @@ class StepGate {
  public:
   bool Wait() {
     held_ = true;
-    while (!open_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!ember::testing::PollUntil([&] { return open_.load(); }, std::chrono::seconds(60))) {
+      ADD_FAILURE() << "the step gate was never opened";
+    }
     return true;
   }
   void UntilHeld() const {
-    while (!held_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!ember::testing::PollUntil([&] { return held_.load(); }, std::chrono::seconds(60))) {
+      ADD_FAILURE() << "the step thread never reached the gate";
+    }
   }
   void Open() { open_ = true; }
 
@@ -87,7 +92,9 @@ class StepGate {
 };
 
 void UntilWaiting(const BatchRunner& runner, int n) {
-  while (runner.stats().waiting < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!ember::testing::PollUntil([&] { return runner.stats().waiting >= n; }, std::chrono::seconds(60))) {
+    ADD_FAILURE() << "the runner never had " << n << " requests waiting: " << runner.stats().waiting;
+  }
 }
 
 // Runs reqs so that the runner admits them in one pass, in order: a blocker request holds the step
@@ -314,7 +321,10 @@ TEST_F(BatchedSessionTest, ATinyKvBudgetMakesRequestsWaitNeverOvercommit) {
   for (size_t i = 0; i < reqs.size(); ++i) {
     threads.emplace_back([&, i] {
       std::unique_ptr<KvBudget::Reservation> r;
-      while (!(r = budget.TryReserve(100, 10))) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!ember::testing::PollUntil([&] { return (r = budget.TryReserve(100, 10)) != nullptr; }, std::chrono::seconds(60))) {
+        ADD_FAILURE() << "request " << i << " never got a KV reservation";
+        return;
+      }
       // (Reservations alone: a finished request's reply entry is briefly counted twice, in the cache and
       // in its reservation, until that is released.)
       const KvBudgetStats st = budget.stats();
