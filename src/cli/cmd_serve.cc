@@ -394,9 +394,9 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
   auto store_size = std::make_shared<std::string>("256M");
   cmd->add_option("--responses-store-size", *store_size,
-                  "Bytes of stored /v1/responses responses (store:true) kept, e.g. 256M (least recently used go "
-                  "first; 0 = store nothing). Kept in <--ssd-cache DIR>/responses so they survive restarts; RAM "
-                  "only with --no-ssd-cache")
+                  "Bytes of stored /v1/responses responses (store:true) kept, e.g. 256M; with N API keys each "
+                  "key may hold 1/N, its own least recently used going first (0 = store nothing). Kept in "
+                  "<--ssd-cache DIR>/responses so they survive restarts; RAM only with --no-ssd-cache")
       ->capture_default_str()->envname("EMBER_RESPONSES_STORE_SIZE");
   cmd->add_option("--responses-ttl", o->responses_ttl_s,
                   "Seconds a stored response is kept (0 = until evicted by size; default 30 days)")

@@ -27,6 +27,8 @@ class AdminAccessTest : public ::testing::Test {
     o.shutdown_timeout_s = 1;
     o.api_keys = std::move(keys);
     o.admin_key = std::move(admin_key);
+    client_.reset();
+    server_.reset();  // before the backend it serves
     backend_ = std::make_unique<FakeBackend>(FakeBackend::Options{});
     server_ = std::make_unique<HttpServer>(o, backend_.get());
     ASSERT_TRUE(server_->Start().ok());

@@ -31,9 +31,18 @@ ResponseStoreOptions Opts(Env* env, size_t max_bytes, std::vector<std::string> t
   return o;
 }
 
+// Bytes one Make(tenant, 1000) costs once stored (Put stamps the time, whose digits count).
+size_t StoredSize(const std::string& tenant) {
+  MemEnv env;
+  ResponseStore s(Opts(&env, 1 << 20, {}));
+  EXPECT_TRUE(s.Put(Make(tenant, 1000)).ok());
+  return s.tenant_bytes(tenant);
+}
+
 TEST(ResponseStoreQuota, ATenantFillingItsShareEvictsOnlyItsOwn) {
   MemEnv env;
-  const size_t one = EncodeStoredResponse(Make("a", 1000)).size();
+  const size_t one = StoredSize("a");
+  ASSERT_EQ(StoredSize("b"), one);
   ResponseStore store(Opts(&env, 20 * one, {"a", "b"}));
   EXPECT_EQ(store.tenant_quota(), 10 * one);
   std::vector<StoredResponse> a_entries;
@@ -58,7 +67,7 @@ TEST(ResponseStoreQuota, ATenantFillingItsShareEvictsOnlyItsOwn) {
 
 TEST(ResponseStoreQuota, AnEntryOverOneShareIsRefusedNamingTheShare) {
   MemEnv env;
-  const size_t one = EncodeStoredResponse(Make("a", 1000)).size();
+  const size_t one = StoredSize("a");
   ResponseStore store(Opts(&env, 3 * one, {"a", "b"}));  // a share: 1.5 entries
   StoredResponse big = Make("a", 2 * one);
   Status st = store.Put(big);
@@ -73,7 +82,8 @@ TEST(ResponseStoreQuota, AnEntryOverOneShareIsRefusedNamingTheShare) {
 
 TEST(ResponseStoreQuota, EntriesNobodyCanReadGoFirstWhenTheStoreIsFull) {
   MemEnv env;
-  const size_t one = EncodeStoredResponse(Make("a", 1000)).size();
+  const size_t one = StoredSize("a");
+  const size_t gone = StoredSize("gone");
   std::vector<StoredResponse> old;
   {
     // A first run with keys "a" and "gone".
@@ -95,7 +105,7 @@ TEST(ResponseStoreQuota, EntriesNobodyCanReadGoFirstWhenTheStoreIsFull) {
     const StoredResponse& r = mine[static_cast<size_t>(i)];
     EXPECT_TRUE(store.Get(r.id, r.tenant).has_value()) << i;
   }
-  EXPECT_EQ(store.tenant_bytes("gone"), 8 * one);  // 8 + 10 entries in a cap of 20: none went yet
+  EXPECT_EQ(store.tenant_bytes("gone"), 8 * gone);  // 8 + 10 entries in a cap of 20: none went yet
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(store.Put(Make(i % 2 == 0 ? "a" : "b", 1000)).ok());
   EXPECT_EQ(store.tenant_bytes("gone"), 0u);
   EXPECT_EQ(store.tenant_bytes("a"), 10 * one);
