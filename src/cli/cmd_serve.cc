@@ -21,6 +21,7 @@
 #include "server/fake_backend.h"
 #include "server/fake_model_loader.h"
 #include "server/http_server.h"
+#include "server/memory_return.h"
 #include "session/kv_budget.h"
 #include "util/progress.h"
 
@@ -161,6 +162,12 @@ int Serve(ServeOptions o, const std::string& key_file) {
       return 2;
     }
   }
+  // One key, one role: an admin key that is also an API key would make that tenant the admin.
+  if (!o.admin_key.empty() && std::find(o.api_keys.begin(), o.api_keys.end(), o.admin_key) != o.api_keys.end()) {
+    std::fprintf(stderr, "ember serve: --admin-key must differ from every API key\n");
+    return 2;
+  }
+  server::TuneAllocatorForServing();  // large replies' memory goes back to the system (memory_return.h)
   // Blocked before MakeBackend starts the compute pool and the cold tier's threads: a thread created
   // later inherits the mask, so a stop signal can only be taken by the sigwait below (never kill a
   // backend thread mid-flush).
@@ -248,6 +255,11 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
   cmd->add_option("--api-key", o->api_keys, "Require this API key (repeatable)")->envname("EMBER_API_KEY");
   cmd->add_option("--api-key-file", *key_file, "Read API keys, one per line, from this file")
       ->check(CLI::ExistingFile)->envname("EMBER_API_KEY_FILE");
+  cmd->add_option("--admin-key", o->admin_key,
+                  "The key /stats, /metrics and /admin/* need (they show every API key's counters). Without it, "
+                  "those routes answer anyone when no --api-key is set, the one key when one is set, and nobody "
+                  "when several are (403)")
+      ->envname("EMBER_ADMIN_KEY");
   cmd->add_option("--cors-origin", o->cors_origins, "Allow this browser origin beyond localhost (repeatable; * = any)")
       ->envname("EMBER_CORS_ORIGIN");
   cmd->add_option("--allowed-host", o->allowed_hosts,
@@ -382,9 +394,9 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_SSD_FLUSH_TIMEOUT");
   auto store_size = std::make_shared<std::string>("256M");
   cmd->add_option("--responses-store-size", *store_size,
-                  "Bytes of stored /v1/responses responses (store:true) kept, e.g. 256M (least recently used go "
-                  "first; 0 = store nothing). Kept in <--ssd-cache DIR>/responses so they survive restarts; RAM "
-                  "only with --no-ssd-cache")
+                  "Bytes of stored /v1/responses responses (store:true) kept, e.g. 256M; with N API keys each "
+                  "key may hold 1/N, its own least recently used going first (0 = store nothing). Kept in "
+                  "<--ssd-cache DIR>/responses so they survive restarts; RAM only with --no-ssd-cache")
       ->capture_default_str()->envname("EMBER_RESPONSES_STORE_SIZE");
   cmd->add_option("--responses-ttl", o->responses_ttl_s,
                   "Seconds a stored response is kept (0 = until evicted by size; default 30 days)")

@@ -6,33 +6,58 @@
 
 namespace ember::server {
 
-AccessControl::AccessControl(std::vector<std::string> api_keys, std::vector<std::string> cors_origins)
-    : api_keys_(std::move(api_keys)), cors_origins_(std::move(cors_origins)) {
+namespace {
+
+// Compares every byte of equal-length keys, so response time does not reveal how much of a guess matched.
+bool SameKey(std::string_view key, std::string_view candidate) {
+  if (key.empty() || key.size() != candidate.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(key[i] ^ candidate[i]);
+  return diff == 0;
+}
+
+constexpr std::string_view kBearer = "Bearer ";
+
+std::string_view BearerOf(std::string_view authorization) {
+  if (authorization.size() > kBearer.size() && authorization.substr(0, kBearer.size()) == kBearer) {
+    return authorization.substr(kBearer.size());
+  }
+  return {};
+}
+
+}  // namespace
+
+AccessControl::AccessControl(std::vector<std::string> api_keys, std::vector<std::string> cors_origins,
+                             std::string admin_key)
+    : api_keys_(std::move(api_keys)), cors_origins_(std::move(cors_origins)), admin_key_(std::move(admin_key)) {
   std::erase(api_keys_, std::string());  // an empty key would let an empty header in
   // Domain-separated, so this digest of a key never equals a digest of the same text used elsewhere.
   for (const std::string& key : api_keys_) key_ids_.push_back(Sha256Hex("ember-api-key-v1;" + key));
 }
 
-// Compares every byte of equal-length keys, so response time does not reveal how much of a guess matched
-// (nor which key it matched).
+// Every key is compared, so response time does not reveal which key a guess matched.
 int AccessControl::MatchingKey(std::string_view candidate) const {
   int match = -1;
   for (size_t k = 0; k < api_keys_.size(); ++k) {
-    const std::string& key = api_keys_[k];
-    if (key.size() != candidate.size()) continue;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(key[i] ^ candidate[i]);
-    if (diff == 0 && match < 0) match = static_cast<int>(k);
+    if (SameKey(api_keys_[k], candidate) && match < 0) match = static_cast<int>(k);
   }
   return match;
 }
 
 int AccessControl::MatchingKey(std::string_view authorization, std::string_view x_api_key) const {
-  constexpr std::string_view kBearer = "Bearer ";
-  if (authorization.size() > kBearer.size() && authorization.substr(0, kBearer.size()) == kBearer) {
-    if (const int k = MatchingKey(authorization.substr(kBearer.size())); k >= 0) return k;
+  if (const std::string_view bearer = BearerOf(authorization); !bearer.empty()) {
+    if (const int k = MatchingKey(bearer); k >= 0) return k;
   }
   return x_api_key.empty() ? -1 : MatchingKey(x_api_key);
+}
+
+AdminAccess AccessControl::Admin(std::string_view authorization, std::string_view x_api_key) const {
+  if (admin_key_.empty() && api_keys_.size() <= 1) {
+    return Authorized(authorization, x_api_key) ? AdminAccess::kAllowed : AdminAccess::kNoCredentials;
+  }
+  if (SameKey(admin_key_, BearerOf(authorization)) || SameKey(admin_key_, x_api_key)) return AdminAccess::kAllowed;
+  if (api_keys_.empty() || MatchingKey(authorization, x_api_key) < 0) return AdminAccess::kNoCredentials;
+  return admin_key_.empty() ? AdminAccess::kNoAdminKey : AdminAccess::kNotAdmin;
 }
 
 bool AccessControl::Authorized(std::string_view authorization, std::string_view x_api_key) const {

@@ -10,11 +10,24 @@
 
 namespace ember::server {
 
+enum class AdminAccess {
+  kAllowed,
+  kNoCredentials,  // no key, or one that is neither the admin key nor an API key: 401
+  kNotAdmin,       // a valid API key, not the admin key: 403
+  kNoAdminKey,     // a valid API key, several API keys set and no admin key: 403
+};
+
 class AccessControl {
  public:
-  AccessControl(std::vector<std::string> api_keys, std::vector<std::string> cors_origins);
+  AccessControl(std::vector<std::string> api_keys, std::vector<std::string> cors_origins,
+                std::string admin_key = "");
 
   bool auth_required() const { return !api_keys_.empty(); }
+  bool admin_key_set() const { return !admin_key_.empty(); }
+  // Whether the headers may use the admin routes (see the file comment).
+  AdminAccess Admin(std::string_view authorization_header, std::string_view x_api_key_header) const;
+  // KeyIdentity of each configured API key (empty without keys): the tenants.
+  const std::vector<std::string>& key_ids() const { return key_ids_; }
   // True when no key is configured or either header carries a configured key.
   bool Authorized(std::string_view authorization_header, std::string_view x_api_key_header) const;
   // Who the headers authenticate as: the identity of the configured key they carry (a SHA-256 of it, never
@@ -32,6 +45,7 @@ class AccessControl {
   std::vector<std::string> api_keys_;
   std::vector<std::string> key_ids_;  // KeyIdentity of api_keys_[i]
   std::vector<std::string> cors_origins_;
+  std::string admin_key_;
 };
 
 bool IsLocalhostOrigin(std::string_view origin);

@@ -226,7 +226,7 @@ std::vector<Route> AdminRoutes(ServerContext& ctx) {
   ServerContext* c = &ctx;
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
-  return {
+  std::vector<Route> routes = {
       {"GET", "/health", ApiFlavor::kOpenAI, /*needs_auth=*/false,
        [c](Req, Res s) -> std::optional<ApiError> {
          const bool draining = c->draining.load();
@@ -257,6 +257,9 @@ std::vector<Route> AdminRoutes(ServerContext& ctx) {
          return std::nullopt;
        }},
   };
+  // Every tenant's counters and cache: the admin's (access_control.h); /health stays open.
+  for (Route& r : routes) r.admin = r.path != "/health";
+  return routes;
 }
 
 }  // namespace ember::server

@@ -96,7 +96,7 @@ HttpServer::HttpServer(const ServeOptions& options, std::unique_ptr<ModelRouter>
     : options_(options),
       own_models_(std::move(own)),
       models_(own_models_ ? own_models_.get() : models),
-      access_(options.api_keys, options.cors_origins),
+      access_(options.api_keys, options.cors_origins, options.admin_key),
       hosts_(IsLoopbackBindAddress(options.host) || !options.allowed_hosts.empty(), options.allowed_hosts),
       http_(std::make_unique<TransportServer>(LimitsFor(options, env != nullptr ? env : Env::Default()))) {
   ctx_.options = options_;
@@ -164,8 +164,10 @@ void HttpServer::DefineMetrics() {
 
 void HttpServer::Dispatch(const Route& route, const httplib::Request& req, httplib::Response& res) {
   try {
-    if (route.needs_auth &&
-        !access_.Authorized(req.get_header_value("Authorization"), req.get_header_value("x-api-key"))) {
+    if (route.admin) {
+      if (std::optional<ApiError> refused = AdminRefusal(req)) return RenderError(res, *refused, route.flavor);
+    } else if (route.needs_auth &&
+               !access_.Authorized(req.get_header_value("Authorization"), req.get_header_value("x-api-key"))) {
       return RenderError(res, AuthenticationError("invalid or missing API key (send Authorization: Bearer <key> or x-api-key)"),
                          route.flavor);
     }
@@ -174,6 +176,24 @@ void HttpServer::Dispatch(const Route& route, const httplib::Request& req, httpl
     // Last line of defence: nothing a client sends may take the process down.
     RenderError(res, {500, "api_error", std::string("internal error: ") + e.what(), ""}, route.flavor);
   }
+}
+
+std::optional<ApiError> HttpServer::AdminRefusal(const httplib::Request& req) const {
+  const std::string what = req.path + " shows or acts on every API key's traffic";
+  switch (access_.Admin(req.get_header_value("Authorization"), req.get_header_value("x-api-key"))) {
+    case AdminAccess::kAllowed: return std::nullopt;
+    case AdminAccess::kNoCredentials:
+      return AuthenticationError(access_.admin_key_set()
+                                     ? "invalid or missing admin key: " + what + " (send the --admin-key as Authorization: Bearer <key> or x-api-key)"
+                                     : "invalid or missing API key (send Authorization: Bearer <key> or x-api-key)");
+    case AdminAccess::kNotAdmin:
+      return ApiError{403, "permission_error", what + ": it needs the admin key (--admin-key), not an API key", ""};
+    case AdminAccess::kNoAdminKey:
+      return ApiError{403, "permission_error",
+                      what + ": with several API keys it answers only the admin key, and this server has none "
+                             "(start it with --admin-key)", ""};
+  }
+  return AuthenticationError("invalid or missing admin key");
 }
 
 std::string HttpServer::AllowedMethods(const std::string& path) const {

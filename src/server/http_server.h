@@ -51,6 +51,8 @@ class HttpServer {
   const Route* FindRoute(const std::string& method, const std::string& path) const;
   // The methods `path` is served with ("GET", "POST"), "" when it is no route: a 405 names them.
   std::string AllowedMethods(const std::string& path) const;
+  // Why an admin route (Route::admin) refuses this caller: 401 or 403 naming what it needs; nullopt: allowed.
+  std::optional<ApiError> AdminRefusal(const httplib::Request& req) const;
   // What can be refused from the request line and headers alone, before a body byte is read.
   std::optional<ApiError> Refusal(const httplib::Request& req, BodyFraming* framing) const;
   // Pre-routing: timing, CORS headers and preflights, Refusal. True when the request was answered.

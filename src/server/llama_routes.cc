@@ -4,9 +4,11 @@
 // routes; only the wire shapes differ. With several models, a body's `model` (or GET's ?model=) picks one.
 #include <memory>
 
+#include "server/bounded_reply.h"
 #include "server/completion_flow.h"
 #include "server/llama_request.h"
 #include "server/llama_response.h"
+#include "server/memory_return.h"
 #include "server/model_select.h"
 #include "server/routes.h"
 #include "server/sse_writer.h"
@@ -128,6 +130,14 @@ std::optional<ApiError> HandleCompletion(ServerContext& ctx, const httplib::Requ
   return std::nullopt;
 }
 
+// A reply built as text (bounded_reply.h). Its handler has called ReturnFreedMemorySoon, which runs after
+// the reply is written.
+void SetJsonText(httplib::Response& res, std::string body) {
+  res.status = 200;
+  res.body = std::move(body);  // set_content would copy it
+  res.set_header("Content-Type", "application/json");
+}
+
 std::optional<ApiError> Tokenize(ServerContext& ctx, const httplib::Request& http, httplib::Response& res) {
   ApiResult<json> body = ParseJsonBody(http);
   if (!body.ok()) return body.error();
@@ -139,16 +149,14 @@ std::optional<ApiError> Tokenize(ServerContext& ctx, const httplib::Request& htt
   InferenceBackend& backend = model.value().backend();
   StatusOr<std::vector<int32_t>> ids = backend.Tokenize(t.content, t.add_special, t.parse_special);
   if (!ids.ok()) return FromStatus(ids.status());
-  json tokens = json::array();
-  for (int32_t id : *ids) {
-    if (!t.with_pieces) {
-      tokens.push_back(id);
-      continue;
-    }
+  auto piece_of = [&backend](int32_t id) {
     StatusOr<std::string> piece = backend.Detokenize({id});
-    tokens.push_back({{"id", id}, {"piece", PieceJson(piece.ok() ? *piece : "")}});
-  }
-  SetJson(res, {{"tokens", tokens}});
+    return piece.ok() ? *piece : std::string();
+  };
+  ApiResult<std::string> reply = TokenizeReply(*ids, t.with_pieces, piece_of, MaxReplyBytes(ctx.options));
+  ReturnFreedMemorySoon();  // also when refused: the ids and the body's tree are as large as the text
+  if (!reply.ok()) return reply.error();
+  SetJsonText(res, std::move(reply.value()));
   return std::nullopt;
 }
 
@@ -159,9 +167,10 @@ std::optional<ApiError> Detokenize(ServerContext& ctx, const httplib::Request& h
   if (!ids.ok()) return ids.error();
   ApiResult<ModelLease> model = ModelOfBody(ctx, body.value());
   if (!model.ok()) return model.error();
-  StatusOr<std::string> text = model.value().backend().Detokenize(ids.value());
-  if (!text.ok()) return FromStatus(text.status());
-  SetJson(res, {{"content", *text}});
+  ApiResult<std::string> reply = DetokenizeWithin(model.value().backend(), ids.value(), MaxReplyBytes(ctx.options));
+  ReturnFreedMemorySoon();
+  if (!reply.ok()) return reply.error();
+  SetJsonText(res, std::move(reply.value()));
   return std::nullopt;
 }
 
@@ -176,7 +185,11 @@ std::optional<ApiError> ApplyTemplate(ServerContext& ctx, const httplib::Request
   StatusOr<std::string> text = model.value().backend().ApplyChatTemplate(
       {req.value().messages, req.value().tools, true, req.value().template_kwargs});
   if (!text.ok()) return FromStatus(text.status());
-  SetJson(res, {{"prompt", *text}});
+  std::string reply = DumpJson(json{{"prompt", *text}});
+  ReturnFreedMemorySoon();
+  const size_t limit = MaxReplyBytes(ctx.options);
+  if (reply.size() > limit) return ReplyTooLarge("the rendered prompt", limit, "send fewer or shorter messages");
+  SetJsonText(res, std::move(reply));
   return std::nullopt;
 }
 

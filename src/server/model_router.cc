@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cache/cache_options.h"
+#include "server/path_redaction.h"
 #include "util/progress.h"
 #include "util/stopwatch.h"
 
@@ -137,7 +138,8 @@ bool ModelRouter::Resolve(const std::string& name, size_t* index, Acquired* fail
     if (specs_[i].name != name) continue;
     if (!specs_[i].runnable) {
       failure->error = AcquireError::kNotRunnable;
-      failure->message = "The model " + Echo(name) + " cannot run: " + specs_[i].why_not + " (" + specs_[i].path + ")";
+      // A client gets the name, never where the file is (path_redaction.h).
+      failure->message = "The model " + Echo(name) + " cannot run: " + WithoutPaths(specs_[i].why_not);
       return false;
     }
     *index = i;
@@ -243,7 +245,8 @@ Acquired ModelRouter::Load(size_t i) {
 }
 
 Acquired ModelRouter::FailLoad(size_t i, AcquireError error, std::string message, bool failed) {
-  if (failed) std::fprintf(stderr, "ember: %s\n", message.c_str());
+  if (failed) std::fprintf(stderr, "ember: %s\n", message.c_str());  // the full paths, for the operator
+  message = WithoutPaths(message);  // what clients see (the reply, GET /v1/models' error): names only
   {
     MutexLock lock(&mu_);
     Slot& s = slots_[i];

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "server/model_select.h"
+#include "server/path_redaction.h"
 #include "server/routes.h"
 
 namespace ember::server {
@@ -11,7 +12,7 @@ namespace ember::server {
 using nlohmann::json;
 
 json ModelStatusJson(const ModelStatus& m, int64_t created) {
-  const std::string& error = m.spec.runnable ? m.last_error : m.spec.why_not;
+  const std::string error = WithoutPaths(m.spec.runnable ? m.last_error : m.spec.why_not);
   return json{{"id", m.spec.name},
               {"object", "model"},
               {"created", created},

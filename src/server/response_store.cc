@@ -84,6 +84,8 @@ StatusOr<StoredResponse> DecodeStoredResponse(std::string_view file, const std::
 ResponseStore::ResponseStore(ResponseStoreOptions options)
     : env_(options.env != nullptr ? options.env : Env::Default()), options_(std::move(options)) {
   if (!options_.root.empty()) dir_ = JoinPath(options_.root, kDirName);
+  std::sort(options_.tenants.begin(), options_.tenants.end());
+  quota_ = options_.max_bytes / std::max<size_t>(1, options_.tenants.size());
   MutexLock l(&mu_);
   // An existing directory is read back now; a missing one is made on the first stored response, so a
   // server that never stores one leaves the cache directory as it found it.
@@ -179,23 +181,45 @@ void ResponseStore::Load() {
   std::sort(found.begin(), found.end(),
             [](const Loaded& a, const Loaded& b) { return a.entry.stored_at_us < b.entry.stored_at_us; });
   for (Loaded& l : found) {
-    bytes_ += l.entry.body.size();
-    l.entry.lru = lru_.insert(lru_.end(), l.id);
-    entries_.emplace(l.id, std::move(l.entry));
+    InsertLocked(l.id, std::move(l.entry));
     ++counters_.loaded;
   }
   EvictLocked(now);  // the cap may have shrunk since the last run
 }
 
+bool ResponseStore::Known(const std::string& tenant) const {
+  return options_.tenants.empty() || std::binary_search(options_.tenants.begin(), options_.tenants.end(), tenant);
+}
+
+void ResponseStore::InsertLocked(const std::string& id, Entry e) {
+  Tenant& t = tenants_[e.tenant];
+  t.bytes += e.body.size();
+  bytes_ += e.body.size();
+  e.lru = t.lru.insert(t.lru.end(), id);
+  entries_.emplace(id, std::move(e));
+}
+
 void ResponseStore::RemoveLocked(const std::string& id_ref, bool remove_file) {
-  const std::string id = id_ref;  // id_ref may be the lru_ element erased below
+  const std::string id = id_ref;  // id_ref may be the lru element erased below
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
+  auto t = tenants_.find(it->second.tenant);
+  t->second.bytes -= it->second.body.size();
+  t->second.lru.erase(it->second.lru);
+  if (t->second.lru.empty()) tenants_.erase(t);
   bytes_ -= it->second.body.size();
-  lru_.erase(it->second.lru);
   entries_.erase(it);
   // Synced, so a deleted or evicted response does not come back after a power cut.
   if (remove_file && dir_ready_ && env_->RemoveFile(JoinPath(dir_, FileName(id))).ok()) (void)env_->SyncDir(dir_);
+}
+
+ResponseStore::Tenant* ResponseStore::OverflowVictimLocked() {
+  Tenant* largest = nullptr;
+  for (auto& [name, t] : tenants_) {
+    if (!Known(name)) return &t;
+    if (largest == nullptr || t.bytes > largest->bytes) largest = &t;
+  }
+  return largest;
 }
 
 void ResponseStore::EvictLocked(int64_t now_us) {
@@ -208,9 +232,22 @@ void ResponseStore::EvictLocked(int64_t now_us) {
       RemoveLocked(id, true);
     }
   }
-  while (bytes_ > options_.max_bytes && !lru_.empty()) {
+  // Each tenant within its share: what a Put adds pushes out only the same tenant's entries.
+  for (auto it = tenants_.begin(); it != tenants_.end();) {
+    Tenant& t = it->second;
+    ++it;  // RemoveLocked erases a tenant whose last entry goes
+    while (t.bytes > quota_) {
+      ++counters_.evicted;
+      const bool last = t.lru.size() == 1;
+      RemoveLocked(t.lru.front(), true);
+      if (last) break;
+    }
+  }
+  // Known tenants' shares add up to the cap, so only entries nobody can read now, or (without a tenant
+  // list) the largest tenant's, go here.
+  while (bytes_ > options_.max_bytes && !tenants_.empty()) {
     ++counters_.evicted;
-    RemoveLocked(lru_.front(), true);
+    RemoveLocked(OverflowVictimLocked()->lru.front(), true);
   }
 }
 
@@ -219,9 +256,11 @@ Status ResponseStore::Put(StoredResponse r) {
   const int64_t now = env_->WallMicros();
   r.stored_at_us = now;
   std::string file = EncodeStoredResponse(r);
-  if (file.size() > options_.max_bytes) {
+  if (file.size() > quota_) {
     return ResourceExhausted("the response (" + std::to_string(file.size()) + " bytes stored) exceeds " +
-                             "--responses-store-size (" + std::to_string(options_.max_bytes) + " bytes)");
+                             (quota_ == options_.max_bytes ? std::string("--responses-store-size (")
+                                                           : "one API key's share of --responses-store-size (") +
+                             std::to_string(quota_) + " bytes)");
   }
   RemoveLocked(r.id, false);  // the file is replaced below
   Status written = Status::Ok();
@@ -236,9 +275,7 @@ Status ResponseStore::Put(StoredResponse r) {
   e.tenant = std::move(r.tenant);
   e.stored_at_us = now;
   e.body = std::move(file);
-  bytes_ += e.body.size();
-  e.lru = lru_.insert(lru_.end(), r.id);
-  entries_.emplace(r.id, std::move(e));
+  InsertLocked(r.id, std::move(e));
   EvictLocked(now);
   return written;
 }
@@ -252,7 +289,8 @@ std::optional<StoredResponse> ResponseStore::Get(const std::string& id, const st
     RemoveLocked(id, true);
     return std::nullopt;
   }
-  lru_.splice(lru_.end(), lru_, it->second.lru);
+  std::list<std::string>& lru = tenants_[tenant].lru;
+  lru.splice(lru.end(), lru, it->second.lru);
   StatusOr<StoredResponse> r = DecodeStoredResponse(it->second.body, id);
   if (!r.ok()) return std::nullopt;  // cannot happen: the bytes were written or checked by this store
   return std::move(r).value();
@@ -264,6 +302,12 @@ bool ResponseStore::Delete(const std::string& id, const std::string& tenant) {
   if (it == entries_.end() || it->second.tenant != tenant) return false;
   RemoveLocked(id, true);
   return true;
+}
+
+size_t ResponseStore::tenant_bytes(const std::string& tenant) const {
+  MutexLock l(&mu_);
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? 0 : it->second.bytes;
 }
 
 ResponseStoreStats ResponseStore::stats() const {

@@ -86,6 +86,10 @@ void Keep(Turn& t, const json& response, const ChatMessage& reply) {
   r.id = t.echo.id;
   r.tenant = t.tenant;
   r.response = response;
+  // Kept: what a later turn continues (the conversation) and what GET shows. Tools offered under
+  // tool_choice "none" never reached the prompt (openai_request.cc): not kept, so a client cannot fill
+  // its share of the store with echoed bytes the model never saw.
+  if (t.req.completion.tool_choice == ToolChoice::kNone) r.response["tools"] = json::array();
   r.conversation = t.conversation;
   r.conversation.push_back(reply);
   (void)t.store->Put(std::move(r));  // failures are logged by the store
@@ -218,6 +222,7 @@ std::vector<Route> ResponsesRoutes(ServerContext& ctx) {
   so.root = ctx.options.ssd_cache_dir;
   so.max_bytes = ctx.options.responses_store_bytes;
   so.ttl_s = ctx.options.responses_ttl_s;
+  for (const std::string& id : ctx.access->key_ids()) so.tenants.push_back(CacheNamespace::TenantOf(id, ""));
   auto store = std::make_shared<ResponseStore>(std::move(so));
   Route get{"GET", std::string(kRoute) + "/", ApiFlavor::kOpenAI, true,
             [c, store](const httplib::Request& q, httplib::Response& s) -> std::optional<ApiError> {

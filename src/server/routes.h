@@ -29,6 +29,8 @@ struct Route {
   bool prefix = false;
   // With prefix: the rest may hold '/' too (/v1/models/{id}, where an id may be "org/repo:file").
   bool nested = false;
+  // Shows or acts on every tenant (/stats, /metrics, /admin/*): AccessControl::Admin decides, not needs_auth.
+  bool admin = false;
 };
 // Whether `route` serves `path`.
 bool RouteMatches(const Route& route, const std::string& path);

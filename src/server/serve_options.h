@@ -36,6 +36,8 @@ struct ServeOptions {
   std::string host = "127.0.0.1";          // loopback unless told otherwise
   int port = 8080;                         // 0 = pick a free port
   std::vector<std::string> api_keys;       // empty = no authentication
+  // --admin-key: the key /stats, /metrics and /admin/* answer (access_control.h); "" = none.
+  std::string admin_key;
   std::vector<std::string> cors_origins;   // beyond localhost; "*" allows any origin
   size_t max_body_bytes = 8u << 20;        // larger request bodies get 413
   // Raw /v1/completions prompts: control-token strings ("<|eot_id|>") become control tokens (llama-server

@@ -3,11 +3,14 @@
 // from a prompt only A sent (`cached_tokens` / `cache_read_input_tokens` say nothing about A's traffic),
 // on /v1/chat/completions and /v1/messages; A still gets its own hits, from RAM and, after the restart,
 // from SSD; `cache_salt` separates tenants under one key on both APIs; and no cache file holds a key, a
-// key's identity or a salt.
+// key's identity or a salt. Issue 29's budgets (on the fake backend): B cannot evict A's stored
+// responses, nor read the counters (/stats, /metrics need --admin-key); echoed tools that never reached
+// the prompt are not stored; a failing model load names the model, never a path; a large /tokenize
+// reply is bounded and its memory comes back.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -17,6 +20,7 @@ import { makeTinyModel, postJson, startServer } from './harness.mjs';
 // Long, distinctive secrets, so finding one in a file's bytes cannot be a coincidence of KV data.
 const KEY_A = 'key-alpha-3f9c1e7b2d5a4086';
 const KEY_B = 'key-bravo-8e2d6a0c4b1f7395';
+const ADMIN = 'key-admin-0b7e4c2a9d1f6358';
 const SALTS = ['salt-tenant-one-5c8e2a9f7b', 'salt-tenant-two-1d4b7e0a3c'];
 
 let model;
@@ -31,7 +35,7 @@ after(() => {
 });
 
 const serve = () => startServer(['--ssd-cache', dir, '--ssd-demote-idle', '0', '--prompt-cache-bytes', '256M',
-                                 '--api-key', KEY_A, '--api-key', KEY_B], { model: model.path });
+                                 '--api-key', KEY_A, '--api-key', KEY_B, '--admin-key', ADMIN], { model: model.path });
 
 // ~900 tokens; each test prompt starts with its own word, so two differ right after the template's opening.
 const prompt = (tag) => `${tag}: ` + 'The quick brown fox jumps over the lazy dog near the river bank. '.repeat(70);
@@ -115,7 +119,9 @@ test('keys A and B never share cached prefixes, in RAM or on SSD, across a resta
     // Only A sends these before the restart: B must not find them on SSD afterwards.
     assert.ok((await chat(a, prompt('Deserts'))).cached <= head);
     assert.ok((await messages(a, prompt('Engines'))).cached <= head);
-    const flush = await postJson(`${first.url}/admin/cache/flush`, {}, { authorization: `Bearer ${KEY_A}` });
+    const refused = await postJson(`${first.url}/admin/cache/flush`, {}, { authorization: `Bearer ${KEY_A}` });
+    assert.equal(refused.status, 403, 'an API key is not the admin key');
+    const flush = await postJson(`${first.url}/admin/cache/flush`, {}, { authorization: `Bearer ${ADMIN}` });
     assert.equal(flush.status, 200, flush.text);
   } finally {
     assert.equal((await first.stop()).code, 0, first.stderr());
@@ -145,5 +151,108 @@ test('keys A and B never share cached prefixes, in RAM or on SSD, across a resta
     assert.ok(aMsg.cached >= aMsg.prompt - 1 && aMsg.tier === 'ssd', JSON.stringify(aMsg));
   } finally {
     assert.equal((await second.stop()).code, 0, second.stderr());
+  }
+});
+
+const bearer = (key) => ({ authorization: `Bearer ${key}` });
+
+test('key B cannot evict key A\'s stored responses nor read the counters; echoed tools are not stored', async () => {
+  // A 1 MiB store: each key's share is 512 KiB, so B's 16 x 100 KiB turns evict B's own oldest turns only.
+  const server = await startServer(['--no-ssd-cache', '--responses-store-size', '1M', '--fake-context-length', '400000',
+                                    '--api-key', KEY_A,
+                                    '--api-key', KEY_B, '--admin-key', ADMIN]);
+  try {
+    const post = (key, body) => postJson(`${server.url}/v1/responses`, { model: 'ember-fake', max_output_tokens: 4, ...body },
+                                         bearer(key));
+    const get = (key, id) => fetch(`${server.url}/v1/responses/${id}`, { headers: bearer(key) });
+    const a = await post(KEY_A, { input: 'echo: tenant A remembers this' });
+    assert.equal(a.status, 200, a.text);
+
+    const big = 'x'.repeat(100 << 10);
+    const tools = [{ type: 'function', name: 'pad', description: 'y'.repeat(300 << 10), parameters: { type: 'object' } }];
+    const bIds = [];
+    for (let i = 0; i < 16; i++) {
+      const b = await post(KEY_B, { input: `echo: ${i} ${big}`, tools, tool_choice: 'none' });
+      assert.equal(b.status, 200, b.text.slice(0, 300));
+      assert.equal(b.json.tools.length, 1, 'the reply echoes the tools');
+      bIds.push(b.json.id);
+    }
+    assert.equal((await get(KEY_B, bIds[0])).status, 404, 'B filled its share: its own oldest turn went');
+    const newest = await (await get(KEY_B, bIds[15])).json();
+    assert.deepEqual(newest.tools, [], 'tools offered under tool_choice "none" never reached the prompt: not stored');
+    assert.equal((await get(KEY_A, a.json.id)).status, 200, 'A\'s response survived B\'s flood');
+    const next = await post(KEY_A, { input: 'echo: and continues', previous_response_id: a.json.id });
+    assert.equal(next.status, 200, next.text);
+    assert.equal((await get(KEY_B, a.json.id)).status, 404, 'B cannot see A\'s response');
+
+    for (const route of ['/stats', '/metrics']) {
+      const asB = await fetch(`${server.url}${route}`, { headers: bearer(KEY_B) });
+      assert.equal(asB.status, 403, `${route} as B`);
+      assert.match((await asB.json()).error.message, /--admin-key/);
+      assert.equal((await fetch(`${server.url}${route}`)).status, 401, `${route} without a key`);
+      assert.equal((await fetch(`${server.url}${route}`, { headers: bearer(ADMIN) })).status, 200, `${route} as admin`);
+    }
+    assert.equal((await fetch(`${server.url}/health`)).status, 200, '/health stays open');
+  } finally {
+    assert.equal((await server.stop()).code, 0, server.stderr());
+  }
+});
+
+test('a model that fails to load is named in the error, never its path', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ember-e2e-tenancy-models-'));
+  try {
+    mkdirSync(path.join(dir, 'models'));
+    const broken = path.join(dir, 'models', 'broken.gguf');
+    copyFileSync(model.path, broken);
+    copyFileSync(model.path, path.join(dir, 'models', 'good.gguf'));
+    truncateSync(broken, Math.floor(statSync(broken).size / 2));  // its header reads, its tensors do not
+    const server = await startServer(['--models-dir', path.join(dir, 'models'), '--no-ssd-cache'], { fake: false });
+    try {
+      const r = await postJson(`${server.url}/v1/chat/completions`,
+                               { model: 'broken', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
+      assert.ok(r.status >= 400, r.text);
+      const message = r.json.error.message;
+      assert.match(message, /broken/);
+      assert.ok(!message.includes('/'), `no path in: ${message}`);
+      assert.ok(!message.includes(dir), message);
+      const listed = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m) => m.id === 'broken');
+      assert.ok(listed, 'broken is listed');
+      assert.ok(listed.error === null || !listed.error.includes('/'), `no path in: ${listed.error}`);
+      assert.match(server.stderr(), new RegExp(`${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+                   'the operator\'s log keeps the path');
+    } finally {
+      assert.equal((await server.stop()).code, 0, server.stderr());
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a large /tokenize reply is bounded, and its memory comes back', async () => {
+  const server = await startServer(['--no-ssd-cache']);  // the fake: one token per byte
+  try {
+    const tokenize = (content, with_pieces) => postJson(`${server.url}/tokenize`, { content, with_pieces });
+    const baseline = server.rssKb();
+    // 2 MiB of text with pieces: ~44 MB of reply, past the 32 MiB limit (4 x --max-body-bytes).
+    const over = await tokenize('a'.repeat(2 << 20), true);
+    assert.equal(over.status, 413, over.text.slice(0, 200));
+    assert.match(over.json.error.message, /reply limit of 33554432 bytes/);
+    const ids = await tokenize('a'.repeat(2 << 20), false);
+    assert.equal(ids.status, 200);
+    assert.equal(ids.json.tokens.length, (2 << 20) + 1);
+    const replies = await Promise.all(Array.from({ length: 6 }, () => tokenize('b'.repeat(1 << 20), true)));
+    for (const r of replies) {
+      assert.equal(r.status, 200);
+      assert.equal(r.json.tokens.length, (1 << 20) + 1);
+      assert.deepEqual(r.json.tokens[1], { id: 98, piece: 'b' });
+    }
+    let after = server.rssKb();
+    for (let i = 0; i < 50 && after - baseline > 150 * 1024; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      after = server.rssKb();
+    }
+    assert.ok(after - baseline <= 150 * 1024, `RSS ${baseline} kB -> ${after} kB after the replies`);
+  } finally {
+    assert.equal((await server.stop()).code, 0, server.stderr());
   }
 });
