@@ -52,7 +52,7 @@ test('costly mid-reply: the budget error ends it, and the neighbour equals its s
   const ordinary = chat({ max_tokens: 16, seed: 5, temperature: 0.8, logit_bias: { 128001: -100, 128009: -100 } });
   const solo = await postJson(`${server.url}/v1/chat/completions`, ordinary);
   assert.equal(solo.status, 200, solo.text);
-  const costly = streamEvents(chat({ max_tokens: 200, grammar: COSTLY_MID }));
+  const costly = streamEvents(chat({ max_tokens: 40, grammar: COSTLY_MID }));
   await new Promise((r) => setTimeout(r, 300));
   const beside = await postJson(`${server.url}/v1/chat/completions`, ordinary);
   assert.equal(beside.status, 200, beside.text);
@@ -64,7 +64,7 @@ test('costly mid-reply: the budget error ends it, and the neighbour equals its s
   assert.match(err.error.message, /grammar too costly: mask work budget exhausted/);
   const content = c.events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('');
   assert.ok('Answer: '.startsWith(content) || content.startsWith('Answer: '), content);
-  const nonStream = await postJson(`${server.url}/v1/chat/completions`, chat({ max_tokens: 200, grammar: COSTLY_MID }));
+  const nonStream = await postJson(`${server.url}/v1/chat/completions`, chat({ max_tokens: 40, grammar: COSTLY_MID }));
   assert.equal(nonStream.status, 400, nonStream.text);
   assert.match(nonStream.json.error.message, /mask work budget exhausted/);
 });
