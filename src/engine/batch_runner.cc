@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "engine/drafter.h"
+#include "grammar/mask_budget.h"
 #include "util/stopwatch.h"
 
 namespace ember {
@@ -164,6 +165,24 @@ void BatchRunner::StepLoop() {
       fail(a, Internal("generation failed: an exception that is not a std::exception"));
     }
   };
+  // Work toward a sequence's next mask, at most about `max_work` units (grammar/mask_budget.h). false:
+  // not ready, so the sequence sits out this step (or ends its verify walk) instead of holding the
+  // others up; a spent mask budget fails its job.
+  auto mask_ready = [&](Active& a, uint64_t max_work) {
+    grammar::TokenConstraint* c = a.job.options.constraint;
+    if (c == nullptr) return true;
+    bool ready = false;
+    guarded(a, [&] {
+      StatusOr<bool> r = c->Prepare(max_work);
+      if (!r.ok()) return fail(a, r.status());
+      ready = *r;
+    });
+    if (!ready && !a.finished) {
+      MutexLock lock(&mu_);
+      ++st_.mask_waits;
+    }
+    return ready && !a.finished;
+  };
 
   while (true) {
     // ---- admit ----
@@ -282,7 +301,7 @@ void BatchRunner::StepLoop() {
     int draft_room = opts_.draft_rows_per_step;
     const int64_t n_ctx = engine_.options().n_ctx;
     for (auto& a : active) {
-      if (!a->decoding) continue;
+      if (!a->decoding || a->finished || !mask_ready(*a, grammar::kMaskStepWork)) continue;
       a->base = a->job.seq->n_pos();
       a->verify.assign(1, a->pending);
       if (a->drafter) {
@@ -306,9 +325,12 @@ void BatchRunner::StepLoop() {
     int64_t room = std::max<int64_t>(budget - decode_rows, decode_rows > 0 ? 1 : 0);
     int64_t prompt_rows = 0;
     for (auto& a : active) {
-      if (a->decoding || a->waiting_on_share || room <= 0) continue;
+      if (a->decoding || a->finished || a->waiting_on_share || room <= 0) continue;
       const int64_t at = a->job.seq->n_pos();
-      const int64_t n = std::min(room, a->prompt_len - at);
+      int64_t n = std::min(room, a->prompt_len - at);
+      // The last prompt row's logits are sampled right after the step: its mask must be ready by then.
+      if (!mask_ready(*a, grammar::kMaskStepWork) && at + n == a->prompt_len) --n;
+      if (a->finished || n <= 0) continue;
       slices.push_back({a->job.seq, a->job.prompt.subspan(static_cast<size_t>(at), static_cast<size_t>(n)),
                         at + n == a->prompt_len});
       owner.push_back(a.get());
@@ -352,6 +374,8 @@ void BatchRunner::StepLoop() {
           const int32_t draft = row < nd ? a.verify[static_cast<size_t>(row) + 1] : -1;
           guarded(a, [&] { sample(a, rows + static_cast<int64_t>(row) * n_vocab, draft); });
           if (a.finished || a.pending != draft) break;
+          // A drafted row is verified only with its mask ready (as Engine::Generate): never computed here.
+          if (!mask_ready(a, 0)) break;
         }
         if (nd > 0) {
           a.pacer->Record(nd, std::min(row, nd));

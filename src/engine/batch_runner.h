@@ -8,6 +8,12 @@
 // forward pass is batch invariant its tokens and logits are bitwise those of running it alone (the
 // tests compare). A speculating sequence's decode slice carries its pending token and its drafts.
 //
+// Grammar masks (grammar/mask_budget.h): before each step a constrained sequence spends at most
+// kMaskStepWork units on its next mask; one not ready by then sits the step out (its pending token
+// waits; a prompt keeps its last row back) and goes on next step, so a costly grammar slows only its own
+// sequence. A drafted row is verified only when its mask is ready already. Engine::Generate follows the
+// same rule for drafts, so the tokens are still those of a solo run.
+//
 // In-flight prefix sharing: a sequence whose prompt shares a prefix with a sequence admitted before it
 // (same share_key) does not compute that prefix again. While the earlier one is still prefilling the
 // shared part the later one waits; once the earlier one holds it, the later one adopts a zero-copy view
@@ -80,6 +86,7 @@ struct BatchRunnerStats {
   uint64_t shared_tokens = 0;    // prompt positions adopted from in-flight sequences
   uint64_t draft_rows = 0;       // speculative decoding: drafted tokens verified (part of decode_rows)
   uint64_t draft_accepted = 0;   // ... and accepted
+  uint64_t mask_waits = 0;       // times a sequence sat out a step (or ended a verify walk) for its grammar mask
   uint64_t occupancy_sum = 0;    // Σ sequences per step (mean occupancy = occupancy_sum / steps / max_seqs)
   double step_seconds = 0;       // Σ step wall time (forward + sampling)
   double last_step_ms = 0;

@@ -5,6 +5,7 @@
 // and the KV of the positions past it is cut off again, so the sequence holds exactly what plain decode
 // would hold.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "engine/drafter.h"
@@ -65,6 +66,10 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
         done = true;
         break;
       }
+      if (row == 0 && options.constraint != nullptr) {  // the whole mask; a spent budget ends the generation
+        EMBER_ASSIGN_OR_RETURN(const bool ready, options.constraint->Prepare(UINT64_MAX));
+        (void)ready;
+      }
       const float* l = logits + static_cast<int64_t>(row) * n_vocab;
       const int32_t draft = row < nd ? drafts[static_cast<size_t>(row)] : -1;
       if (draft >= 0) {
@@ -95,6 +100,12 @@ StatusOr<GenerateResult> Engine::Generate(Sequence& seq, std::span<const int32_t
         done = true;  // the last one is not forwarded
       }
       if (done || tok != draft) break;  // a stop, a rejected draft, or the free row: tok is pending
+      // The next row verifies a draft only if its mask is ready already, as in the batch runner (which
+      // never computes a mask inside a step): otherwise the walk ends here and tok is pending.
+      if (options.constraint != nullptr) {
+        EMBER_ASSIGN_OR_RETURN(const bool ready, options.constraint->Prepare(0));
+        if (!ready) break;
+      }
     }
     if (nd > 0) {
       pacer.Record(nd, std::min(row, nd));

@@ -41,6 +41,7 @@ int32_t Automaton::Cut() {
 }
 
 int32_t Automaton::InternState(State st) {
+  total_work_ += st.frames.size();  // sorting, hashing and storing the stacks: time no expansion counts
   std::sort(st.frames.begin(), st.frames.end());
   st.frames.erase(std::unique(st.frames.begin(), st.frames.end()), st.frames.end());
   if (st.frames.size() > kMaxStacks) return Cut();
@@ -99,6 +100,7 @@ void Automaton::Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, 
 int32_t Automaton::Advance(const State& from, uint32_t cp) {
   State st;
   BeginState();
+  total_work_ += from.frames.size();
   for (int32_t f : from.frames) {
     const Frame fr = frames_[f];
     if (g_.classes[g_.elements[fr.pos].arg].Contains(cp)) Expand(fr.pos + 1, fr.parent, &st.frames, &st.accept);
@@ -119,6 +121,7 @@ int32_t Automaton::Filter(const State& from, std::string pending, uint8_t need) 
   const uint32_t hi = std::min((v << rest) | ((1u << rest) - 1), kMax[need]);
   if (lo > hi) return kDead;  // an overlong or out-of-range prefix
   State st;
+  total_work_ += from.frames.size();  // inside a character: no expansion, but every stack is visited
   st.need = need;
   st.pending = std::move(pending);
   for (int32_t f : from.frames) {

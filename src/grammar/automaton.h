@@ -53,7 +53,9 @@ class Automaton {
   bool OnlyEnd(int32_t s) const { return s != kDead && states_[s].accept && states_[s].frames.empty(); }
   // Some state was cut off by the work budget or kMaxStacks since construction or Clear().
   bool over_budget() const { return over_budget_; }
-  // (position, return frame) pairs expanded since construction or Clear(), over all states.
+  // Work since construction or Clear(), over all states: (position, return frame) pairs expanded, plus
+  // the stacks visited and interned while building states (which an expansion count alone misses for
+  // the states inside a UTF-8 character). The unit of the mask work budget (mask_budget.h).
   uint64_t total_work() const { return total_work_; }
   size_t num_states() const { return states_.size(); }
   size_t num_frames() const { return frames_.size(); }

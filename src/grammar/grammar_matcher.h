@@ -9,7 +9,9 @@
 //
 // Memory is bounded: past kMaxStates DFA states or kMaxCachedMasks masks, the caches are dropped and the
 // current state carried over (so a hostile grammar costs time, never unbounded memory). Time is bounded
-// too: each DFA state by the grammar's max_state_work, each trie pass by kMaskWorkFactor times that.
+// too: each DFA state by the grammar's max_state_work, each trie pass by kMaskWorkFactor times that,
+// and the whole generation by its MaskBudget (mask_budget.h). A trie pass can be done in slices
+// (Prepare): it resumes at the node where it stopped, so the mask is the same however it was sliced.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@
 
 #include "grammar/automaton.h"
 #include "grammar/grammar.h"
+#include "grammar/mask_budget.h"
 #include "grammar/token_constraint.h"
 #include "grammar/vocabulary.h"
 
@@ -28,6 +31,7 @@ struct MatcherStats {
   int64_t mask_misses = 0;  // of which walked the trie
   int64_t resets = 0;       // caches dropped for size
   int64_t cut_masks = 0;    // trie passes stopped by the work budget (kMaskWorkFactor)
+  int64_t paused = 0;       // Prepare calls that returned before the mask was ready
 };
 
 class GrammarMatcher final : public TokenConstraint {
@@ -38,22 +42,39 @@ class GrammarMatcher final : public TokenConstraint {
   // One trie pass may expand at most this many times the grammar's max_state_work parse stacks.
   static constexpr uint64_t kMaskWorkFactor = 64;
 
-  GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
+  GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                 MaskBudget budget = {});
 
   void Mask(std::span<float> logits) override;
   Status Accept(int32_t token) override;
   bool Complete() const override;
   bool OnlyEndCanFollow() const override;
   std::unique_ptr<TokenConstraint> Clone() const override;
+  // Error: the budget is spent (also when this call spent the last of it).
+  StatusOr<bool> Prepare(uint64_t max_work) override;
 
   // The allowed tokens of the current state as a bitset over the vocabulary (what Mask applies).
   const std::vector<uint64_t>& AllowedBits();
   const MatcherStats& stats() const { return stats_; }
+  const MaskBudget& budget() const { return budget_; }
 
  private:
+  // A trie pass in progress for `state`: resumes at node `next`; depth_state_ holds its walk.
+  struct Pass {
+    bool active = false;
+    int32_t state = 0;
+    size_t next = 0;
+    uint64_t work_end = 0;  // the per-pass cap, in dfa_.total_work()
+    std::vector<uint64_t> bits;
+  };
+
   GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
-                 const StateSnapshot& snap, bool finished);
-  void ComputeAllowed(int32_t s, std::vector<uint64_t>* bits);
+                 const StateSnapshot& snap, bool finished, const MaskBudget& budget);
+  const std::vector<uint64_t>* Cached() const;
+  void BeginPass();
+  // Walks on until the pass ends (true) or `max_work` more units are spent (false).
+  bool ContinuePass(uint64_t max_work);
+  const std::vector<uint64_t>& FinishPass();
   void MaybeReset();
 
   std::shared_ptr<const Grammar> grammar_;
@@ -63,7 +84,9 @@ class GrammarMatcher final : public TokenConstraint {
   bool finished_ = false;  // an end-of-generation token was accepted
   std::vector<std::pair<int32_t, std::vector<uint64_t>>> cache_;  // state -> allowed bits
   std::vector<uint64_t> none_;                                     // the mask after the end
-  std::vector<int32_t> depth_state_;                               // trie walk scratch
+  std::vector<int32_t> depth_state_;                               // the pass's walk
+  Pass pass_;
+  MaskBudget budget_;
   MatcherStats stats_;
 };
 

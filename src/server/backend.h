@@ -220,6 +220,13 @@ class InferenceBackend {
     (void)req;
     return Status::Ok();
   }
+  // Whether a generation under `grammar` can start: InvalidArgument "grammar too costly: ..." when its
+  // first mask already needs more work than the mask work budget's probe allows (docs/grammar.md), so
+  // the server answers 400 before queueing it. HTTP thread.
+  virtual Status CheckGrammar(const std::shared_ptr<const grammar::Grammar>& grammar) {
+    (void)grammar;
+    return Status::Ok();
+  }
   // Reserves what `req` needs to run now — after making room by evicting or demoting prefix-cache
   // entries if that suffices — or returns null when it must wait (the scheduler keeps it queued and
   // tries again when a generation ends or shortly after). Scheduler thread.

@@ -47,6 +47,15 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
   }
   ApiResult<std::shared_ptr<const grammar::Grammar>> constraint = BuildOutputGrammar(*model.backend, req);
   if (!constraint.ok()) return constraint.error();
+  if (constraint.value() != nullptr) {  // a grammar too costly to follow is refused before it takes a lane
+    if (Status st = model.backend->CheckGrammar(constraint.value()); !st.ok()) {
+      if (st.code() != StatusCode::kInvalidArgument) return FromStatus(st);
+      const bool forced_tool = req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kFunction;
+      return InvalidRequest(st.message(), forced_tool                                      ? "tool_choice"
+                                          : req.response_format != ResponseFormat::kText ? "response_format"
+                                                                                         : "grammar");
+    }
+  }
   GenerationRequest g;
   g.prompt = std::move(prompt.value());
   g.grammar = std::move(constraint.value());

@@ -31,6 +31,7 @@
 #include "engine/grammar_vocabulary.h"
 #include "engine/load_progress.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/mask_budget.h"
 #include "server/json_input.h"
 #include "server/sampling_seed.h"
 #include "template/chat_template.h"
@@ -257,6 +258,10 @@ class EngineBackend final : public InferenceBackend {
     decode_tokens_.fetch_add(static_cast<uint64_t>(r->gen.decode_tokens), std::memory_order_relaxed);
     decode_us_.fetch_add(static_cast<uint64_t>(r->gen.decode_s * 1e6), std::memory_order_relaxed);
     return Status::Ok();
+  }
+
+  Status CheckGrammar(const std::shared_ptr<const grammar::Grammar>& g) override {
+    return grammar::ProbeFirstMask(g, GrammarVocabulary());
   }
 
   // Built on the first constrained request (a pass and a sort over the vocabulary), then shared.
