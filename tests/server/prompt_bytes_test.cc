@@ -82,7 +82,9 @@ TEST_F(PromptBytesTest, SevenMiBChatPromptIsRefusedUnread) {
   EXPECT_EQ(ids.error().http_status, 400);
   EXPECT_EQ(ids.error().param, "messages");
   EXPECT_NE(ids.error().message.find("context length"), std::string::npos) << ids.error().message;
-  EXPECT_LT(s, 1.0);
+  // The chat is rendered (template and client-text marks: about 0.8 s for 7 MiB on a loaded 2-core
+  // machine) before its bytes are known; tokenizing it took seconds more.
+  EXPECT_LT(s, 3.0);
 }
 
 TEST_F(PromptBytesTest, APromptThatMayFitIsTokenizedAndCountTokensNeverRefuses) {
