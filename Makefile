@@ -5,10 +5,11 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DATA_DIR := $(if $(XDG_DATA_HOME),$(XDG_DATA_HOME),$(HOME)/.local/share)/ember
 DEMO_MODEL ?= $(DATA_DIR)/demo-llama3-q8_0.gguf
-# Seconds per fuzz target (ten targets: about three and a half minutes in `make test`); `make fuzz FUZZ_SECONDS=600`
+# Seconds per fuzz target (fourteen targets: about five minutes in `make test`); `make fuzz FUZZ_SECONDS=600`
 # is the ten-minute soak of each, `make fuzz FUZZ_TARGETS=template_fuzz` runs one.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS ?= gguf_fuzz openai_request_fuzz anthropic_request_fuzz responses_request_fuzz llama_request_fuzz template_fuzz entry_file_fuzz tokenizer_fuzz gbnf_fuzz model_store_fuzz request_framing_fuzz
+FUZZ_TARGETS ?= gguf_fuzz openai_request_fuzz anthropic_request_fuzz responses_request_fuzz llama_request_fuzz template_fuzz entry_file_fuzz tokenizer_fuzz gbnf_fuzz model_store_fuzz request_framing_fuzz \
+  json_schema_fuzz tool_grammar_fuzz tool_call_parser_fuzz
 # Seconds the TSan run gives each test binary (`make tsan`).
 TSAN_SECONDS ?= 600
 # Tests run with their own cache and data homes: a server started by a test must not fill (or read)

@@ -13,6 +13,9 @@
 #include <utility>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +25,7 @@
 #include "grammar/json_schema_numeric.h"
 #include "grammar/json_schema_regex.h"
 #include "grammar/json_schema_text.h"
+#include "grammar/ordered_json_parse.h"
 
 namespace ember::grammar {
 
@@ -110,7 +114,8 @@ bool ValidPrefix(const std::string& p) {
 
 class Compiler {
  public:
-  Compiler(const json& root, const JsonSchemaOptions& o) : root_(root), p_(o.prefix), ws_max_(o.max_whitespace) {
+  Compiler(const json& root, const JsonSchemaOptions& o, CompileBudget* meter)
+      : root_(root), p_(o.prefix), ws_max_(o.max_whitespace), meter_(meter) {
     // The shared rules' names are taken before any schema-derived rule is named, so a property called
     // "string" or "ws" gets "string-2", never the shared rule's name.
     for (const char* n : {"ws", "char", "string", "number", "integer", "boolean", "null", "scalar", "key-rest"}) {
@@ -129,6 +134,7 @@ class Compiler {
     StatusOr<std::string> body = Value(root_, "", 0);
     if (!body.ok()) return body.status();
     Define(root, *body);
+    if (!meter_->status().ok()) return meter_->status();
     return Text(root);
   }
 
@@ -141,14 +147,22 @@ class Compiler {
 
  private:
   // ---- rules ----
+  // The first of base, base-2, base-3, ... not taken. Names are never released, so the search for a base
+  // resumes where its last one ended: linear over a compile (restarting at 2 was quadratic when thousands
+  // of properties share a hint such as "root-first").
   std::string Fresh(const std::string& hint) {
     std::string base = p_ + hint, name = base;
-    for (int i = 2; names_.count(name) != 0; ++i) name = base + "-" + std::to_string(i);
+    int& next = next_suffix_.try_emplace(base, 2).first->second;
+    if (names_.count(name) != 0) {
+      do name = base + "-" + std::to_string(next++);
+      while (names_.count(name) != 0);
+    }
     names_.insert(name);
     return name;
   }
   void Define(const std::string& name, const std::string& body) {
     order_.push_back(name);
+    (void)meter_->AddRule(name.size() + body.size() + 5);  // sticky: Value() and Schema() report it
     rules_[name] = body;
   }
   // A rule for `body`, shared with an identical body defined before.
@@ -255,6 +269,7 @@ class Compiler {
   }
 
   StatusOr<std::string> Value(const json& s, const std::string& ptr, int depth) {
+    if (Status st = meter_->Step(); !st.ok()) return st;
     if (depth > kMaxSchemaDepth) return Bad("schema nested deeper than " + std::to_string(kMaxSchemaDepth), ptr);
     if (--budget_ < 0) return Bad(TooLarge(), ptr);
     if (s.is_boolean()) {
@@ -269,7 +284,7 @@ class Compiler {
     }
     if (s.contains("$ref") || s.contains("allOf")) {
       if (s.contains("$ref") && !HasConstraintsBesides(s, {"$ref"})) return Ref(s["$ref"], PointerAppend(ptr, "$ref"), depth);
-      StatusOr<json> folded = schema_combine::FoldAllOf(root_, s, ptr, &budget_);
+      StatusOr<json> folded = schema_combine::FoldAllOf(root_, s, ptr, &budget_, meter_);
       if (!folded.ok()) return folded.status();
       return Value(*folded, ptr, depth + 1);
     }
@@ -329,12 +344,16 @@ class Compiler {
   // $ref: one rule per target, so recursive schemas become recursive rules. A cycle that returns to a
   // target before any '{' or '[' (e.g. a: {$ref: b}, b: {anyOf: [{$ref: a}]}) would be left recursion.
   StatusOr<std::string> Ref(const json& ref, const std::string& where, int depth) {
+    // A target seen before is not resolved again (resolving walks objects key by key).
+    if (ref.is_string() && ref.get_ref<const std::string&>().rfind('#', 0) == 0) {  // only local refs resolve
+      const std::string seen = ref.get<std::string>().substr(1);
+      if (open_heads_.count(seen) != 0) return Bad("'$ref' cycle that consumes no input", where);
+      auto it = ref_names_.find(seen);
+      if (it != ref_names_.end()) return it->second;
+    }
     StatusOr<const json*> target = schema_combine::ResolveRef(root_, ref, where);
     if (!target.ok()) return target.status();
     const std::string key = ref.get<std::string>().substr(1);
-    if (open_heads_.count(key) != 0) return Bad("'$ref' cycle that consumes no input", where);
-    auto it = ref_names_.find(key);
-    if (it != ref_names_.end()) return it->second;
     const std::string name = Fresh("ref-" + Hint(key));
     ref_names_[key] = name;
     open_heads_.insert(key);
@@ -355,16 +374,21 @@ class Compiler {
     base.erase(kw);
     const bool merge = HasConstraintsBesides(base, {});
     std::vector<json> branches;
-    for (const json& b : list) branches.push_back(merge ? json{{"allOf", json::array({base, b})}} : b);
+    for (const json& b : list) {
+      // Each merged branch copies `base`: a large base times many branches is timed branch by branch.
+      if (Status st = merge ? meter_->Poll() : meter_->Step(); !st.ok()) return st;
+      branches.push_back(merge ? json{{"allOf", json::array({base, b})}} : b);
+    }
     if (kw == "oneOf") {
-      Status d = schema_combine::CheckDisjoint(root_, branches, lptr, &budget_);
+      Status d = schema_combine::CheckDisjoint(root_, branches, lptr, &budget_, meter_);
       if (!d.ok()) return d;
     }
     std::vector<std::string> alts;
+    std::unordered_set<std::string> seen;
     for (size_t i = 0; i < branches.size(); ++i) {
       StatusOr<std::string> a = Value(branches[i], PointerAppend(lptr, std::to_string(i)), depth + 1);
       if (!a.ok()) return a.status();
-      if (std::find(alts.begin(), alts.end(), *a) == alts.end()) alts.push_back(*a);
+      if (seen.insert(*a).second) alts.push_back(*a);
     }
     return Alt(alts);
   }
@@ -404,10 +428,11 @@ class Compiler {
       else if (t.is_array()) for (const json& e : t) if (e.is_string()) types.push_back(e.get<std::string>());
     }
     std::vector<std::string> alts;
+    std::unordered_set<std::string> seen;
     for (const json& v : values) {
       if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const std::string& t) { return MatchesType(v, t); })) continue;
-      const std::string lit = Literal(v.dump(-1, ' ', false, json::error_handler_t::replace));
-      if (std::find(alts.begin(), alts.end(), lit) == alts.end()) alts.push_back(lit);
+      std::string lit = Literal(v.dump(-1, ' ', false, json::error_handler_t::replace));
+      if (seen.insert(lit).second) alts.push_back(std::move(lit));
     }
     if (alts.empty()) return Bad("no 'enum' / 'const' value has the schema's 'type'", ptr);
     return Alt(alts);
@@ -477,9 +502,11 @@ class Compiler {
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> by_body_;
   std::set<std::string> names_;
+  std::unordered_map<std::string, int> next_suffix_;  // Fresh's base name -> the next suffix to try
   std::map<std::string, std::string> ref_names_;  // JSON pointer of a $ref target -> its rule
   std::set<std::string> open_heads_;              // targets entered since the last consumed '{' or '['
   int64_t budget_ = kWorkBudget;
+  CompileBudget* meter_;  // bytes, rules, time, cancellation
 };
 
 // Inside '{' or '[' the input has advanced, so a $ref back to an open target is no longer left recursion.
@@ -500,9 +527,10 @@ class ConsumedScope {
 StatusOr<std::string> Compiler::Object(const json& s, const std::string& ptr, int depth) {
   ConsumedScope scope(&open_heads_);
   const std::string w = Ws();
+  static const json kAnySchema = true;
   struct Prop {
     std::string name;
-    json schema;
+    const json* schema;  // into the schema (copies of every property's schema added up to its size again)
     std::string ptr;
     bool required = false;
   };
@@ -511,7 +539,7 @@ StatusOr<std::string> Compiler::Object(const json& s, const std::string& ptr, in
   if (s.contains("properties")) {
     const json& p = s["properties"];
     if (!p.is_object()) return Bad("'properties' must be an object", pptr);
-    for (auto it = p.begin(); it != p.end(); ++it) props.push_back({it.key(), it.value(), PointerAppend(pptr, it.key())});
+    for (auto it = p.begin(); it != p.end(); ++it) props.push_back({it.key(), &it.value(), PointerAppend(pptr, it.key())});
   }
   const json* addl = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
   const std::string aptr = PointerAppend(ptr, "additionalProperties");
@@ -524,17 +552,21 @@ StatusOr<std::string> Compiler::Object(const json& s, const std::string& ptr, in
     const json& r = s["required"];
     const std::string rptr = PointerAppend(ptr, "required");
     if (!r.is_array()) return Bad("'required' must be an array of property names", rptr);
+    std::unordered_map<std::string, size_t> index;  // a search of props per name was quadratic
+    for (size_t i = 0; i < props.size(); ++i) index.emplace(props[i].name, i);
     for (const json& name : r) {
       if (!name.is_string()) return Bad("'required' must be an array of property names", rptr);
-      auto it = std::find_if(props.begin(), props.end(), [&](const Prop& p) { return p.name == name.get<std::string>(); });
-      if (it != props.end()) {
-        it->required = true;
+      if (Status st = meter_->Step(); !st.ok()) return st;
+      auto it = index.find(name.get_ref<const std::string&>());
+      if (it != index.end()) {
+        props[it->second].required = true;
         continue;
       }
       if (closed) {
         return Bad("required property '" + name.get<std::string>() + "' is not in 'properties' and additionalProperties is false", rptr);
       }
-      props.push_back({name.get<std::string>(), addl != nullptr ? *addl : json(true), aptr, true});
+      index.emplace(name.get<std::string>(), props.size());
+      props.push_back({name.get<std::string>(), addl != nullptr ? addl : &kAnySchema, aptr, true});
     }
   }
   if (props.empty() && !closed && !extra_schema) return AnyObjectRule(kAnyValueDepth);
@@ -554,7 +586,7 @@ StatusOr<std::string> Compiler::Object(const json& s, const std::string& ptr, in
   for (size_t i = props.size(); i-- > 0;) {
     const Prop& p = props[i];
     any_required = any_required || p.required;
-    StatusOr<std::string> v = Value(p.schema, p.ptr, depth + 1);
+    StatusOr<std::string> v = Value(*p.schema, p.ptr, depth + 1);
     if (!v.ok()) return v.status();
     const std::string key = json(p.name).dump(-1, ' ', false, json::error_handler_t::replace);
     const std::string kv = Rule(Hint(ptr) + "-" + schema_text::RuleNamePart(p.name) + "-kv",
@@ -597,6 +629,7 @@ std::string Compiler::ExcludedKey(const std::vector<std::string>& names) {
   const std::string rest = Shared("key-rest", Seq({plain + "*", "\"\\\"\""}));
   std::vector<std::string> node_rule(trie.size());
   for (size_t i = trie.size(); i-- > 0;) {  // children were pushed after their parents
+    if (!meter_->status().ok()) return "";     // the caller's next Value() reports it
     std::vector<std::string> alts;
     if (!trie[i].terminal) alts.push_back("\"\\\"\"");
     std::string other = "[^\\x00-\\x1F\\x22\\x5C";
@@ -746,7 +779,8 @@ StatusOr<std::string> Compiler::NumberSchema(const json& s, const std::string& p
 
 static StatusOr<std::string> Compile(const json& schema, const JsonSchemaOptions& options) {
   if (!ValidPrefix(options.prefix)) return InvalidArgument("rule prefix '" + options.prefix + "' is not [a-zA-Z0-9-]*");
-  Compiler c(schema, options);
+  CompileBudget own;
+  Compiler c(schema, options, options.budget != nullptr ? options.budget : &own);
   StatusOr<std::string> text = c.Schema();
   if (!text.ok()) return text.status();
   if (text->size() > kMaxGrammarBytes) {
@@ -758,17 +792,20 @@ static StatusOr<std::string> Compile(const json& schema, const JsonSchemaOptions
 
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema, const JsonSchemaOptions& options) {
   // nlohmann::json keeps keys sorted, so declared order is already lost here; the text overload keeps it.
-  return Compile(json::parse(schema.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), options);
+  std::optional<json> ordered = ParseOrderedJson(schema.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!ordered) return InvalidArgument("the JSON schema is not valid JSON");  // dump writes valid JSON
+  return Compile(*ordered, options);
 }
 
 StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view schema_json, const JsonSchemaOptions& options) {
-  const json schema = json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
-  if (schema.is_discarded()) return InvalidArgument("the JSON schema is not valid JSON");
-  return Compile(schema, options);
+  std::optional<json> schema = ParseOrderedJson(schema_json);
+  if (!schema) return InvalidArgument("the JSON schema is not valid JSON");
+  return Compile(*schema, options);
 }
 
 std::string AnyJsonObjectGbnf(const JsonSchemaOptions& options) {
-  return Compiler(json::object(), options).AnyObject();
+  CompileBudget own;  // fixed and small, but a shared budget counts it (one per tool of a request)
+  return Compiler(json::object(), options, options.budget != nullptr ? options.budget : &own).AnyObject();
 }
 
 }  // namespace ember::grammar

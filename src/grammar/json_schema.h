@@ -17,6 +17,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "grammar/compile_budget.h"
 #include "util/status.h"
 
 namespace ember::grammar {
@@ -27,9 +28,15 @@ struct JsonSchemaOptions {
   std::string prefix;
   // Insignificant whitespace allowed between tokens; bounded so a model cannot pad for ever.
   int max_whitespace = 2;
+  // Bytes, rules, time and cancellation, checked while compiling; shared when several schemas make one
+  // grammar (tool_grammar.h). Null: a default CompileBudget for this compile alone. On a limit the
+  // compile returns InvalidArgument naming it ("schema too large: ... (the limit)"); on cancellation,
+  // FailedPrecondition (budget->was_cancelled()).
+  CompileBudget* budget = nullptr;
 };
 
-// GBNF text of the schema. InvalidArgument naming the unsupported keyword and its JSON pointer, e.g.
+// GBNF text of the schema, in work linear in the schema's size. InvalidArgument naming the unsupported
+// keyword and its JSON pointer, e.g.
 // "unsupported JSON Schema keyword 'patternProperties' at /properties/tags".
 // nlohmann::json keeps object keys sorted, so properties are emitted in sorted order here.
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema, const JsonSchemaOptions& options = {});

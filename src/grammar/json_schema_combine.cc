@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace ember::grammar::schema_combine {
 
@@ -46,9 +48,31 @@ json IntersectTypes(const std::vector<std::string>& a, const std::vector<std::st
 }
 
 // Resolves a top-level $ref (repeatedly) and folds nested allOf, so `Merge` sees plain keyword maps.
-StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth, int64_t* budget);
+StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth, int64_t* budget,
+                       CompileBudget* meter);
 
-Status MergeInto(const json& root, json* a, const json& b, const std::string& ptr) {
+// a's properties merged with b's: by a hash index, since ordered_json finds keys by scanning (a lookup per
+// property made merging two large objects quadratic).
+Status MergeProperties(json* cur, const json& v, CompileBudget* meter) {
+  // ordered_json's object is a vector of pairs underneath: index it and append to it directly.
+  json::object_t::Container& obj = cur->get_ref<json::object_t&>();
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < obj.size(); ++i) index.emplace(obj[i].first, i);
+  for (auto p = v.begin(); p != v.end(); ++p) {
+    if (Status st = meter->Step(); !st.ok()) return st;
+    auto it = index.find(p.key());
+    if (it == index.end()) {
+      index.emplace(p.key(), obj.size());
+      obj.emplace_back(p.key(), p.value());  // not a duplicate: no scan
+    } else if (obj[it->second].second != p.value()) {
+      json& slot = obj[it->second].second;
+      slot = json{{"allOf", json::array({slot, p.value()})}};
+    }
+  }
+  return Status::Ok();
+}
+
+Status MergeInto(const json& root, json* a, const json& b, const std::string& ptr, CompileBudget* meter) {
   if (b.is_boolean()) {
     if (b.get<bool>()) return Status::Ok();
     return Unsupported("schema 'false' in allOf admits no value", ptr);
@@ -68,13 +92,15 @@ Status MergeInto(const json& root, json* a, const json& b, const std::string& pt
     json& cur = (*a)[k];
     if (cur == v || IsAnnotation(k)) continue;
     if (k == "properties" && cur.is_object() && v.is_object()) {
-      for (auto p = v.begin(); p != v.end(); ++p) {
-        if (!cur.contains(p.key())) cur[p.key()] = p.value();
-        else if (cur[p.key()] != p.value()) cur[p.key()] = json{{"allOf", json::array({cur[p.key()], p.value()})}};
-      }
+      if (Status st = MergeProperties(&cur, v, meter); !st.ok()) return st;
     } else if (k == "required" && cur.is_array() && v.is_array()) {
+      std::unordered_set<std::string> have;
+      for (const json& r : cur) if (r.is_string()) have.insert(r.get<std::string>());
       for (const json& r : v) {
-        if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
+        if (Status st = meter->Step(); !st.ok()) return st;
+        if (r.is_string() ? have.insert(r.get<std::string>()).second : std::find(cur.begin(), cur.end(), r) == cur.end()) {
+          cur.push_back(r);
+        }
       }
     } else if (k == "type") {
       json t = IntersectTypes(TypeList(cur), TypeList(v));
@@ -93,7 +119,13 @@ Status MergeInto(const json& root, json* a, const json& b, const std::string& pt
     } else if (k == "enum" && cur.is_array() && v.is_array()) {
       json both = json::array();
       for (const json& e : cur) {
-        if (std::find(v.begin(), v.end(), e) != v.end()) both.push_back(e);
+        for (const json& x : v) {  // small in practice (the compiler refuses enums over 1024 values)
+          if (Status st = meter->Step(); !st.ok()) return st;
+          if (x == e) {
+            both.push_back(e);
+            break;
+          }
+        }
       }
       if (both.empty()) return Unsupported("allOf branches whose 'enum's share no value", ptr);
       cur = both;
@@ -107,12 +139,16 @@ Status MergeInto(const json& root, json* a, const json& b, const std::string& pt
   auto restrict_to = [&](const json& allowed) -> Status {
     if (!a->contains("properties") || !(*a)["properties"].is_object()) return Status::Ok();
     json kept = json::object();
+    std::unordered_set<std::string> allowed_keys;
+    for (auto p = allowed.begin(); p != allowed.end(); ++p) allowed_keys.insert(p.key());
     for (auto p = (*a)["properties"].begin(); p != (*a)["properties"].end(); ++p) {
-      if (allowed.contains(p.key())) kept[p.key()] = p.value();
+      if (allowed_keys.count(p.key()) == 0) continue;
+      json::object_t::Container& kept_obj = kept.get_ref<json::object_t&>();
+      kept_obj.emplace_back(p.key(), p.value());  // keys of an object: unique, no scan
     }
     (*a)["properties"] = kept;
     for (const json& r : a->value("required", json::array())) {
-      if (r.is_string() && !allowed.contains(r.get<std::string>())) {
+      if (r.is_string() && allowed_keys.count(r.get<std::string>()) == 0) {
         return Unsupported("allOf requires property '" + r.get<std::string>() +
                            "' that another branch forbids (additionalProperties false)", ptr);
       }
@@ -131,7 +167,9 @@ Status MergeInto(const json& root, json* a, const json& b, const std::string& pt
   return Status::Ok();
 }
 
-StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth, int64_t* budget) {
+StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, int depth, int64_t* budget,
+                       CompileBudget* meter) {
+  if (Status st = meter->Poll(); !st.ok()) return st;  // each fold copies a schema: time it every one
   if (depth > kMaxFoldDepth) return Unsupported("allOf / $ref chain deeper than " + std::to_string(kMaxFoldDepth), ptr);
   // allOf of references to allOfs doubles the work per level: the budget bounds the whole compile.
   if (--*budget < 0) return Unsupported("schema too large to compile (allOf / $ref folding)", ptr);
@@ -153,9 +191,9 @@ StatusOr<json> Flatten(const json& root, const json& s, const std::string& ptr, 
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     StatusOr<json> flat = Flatten(root, parts[i], PointerAppend(PointerAppend(ptr, "allOf"), std::to_string(i)), depth + 1,
-                                  budget);
+                                  budget, meter);
     if (!flat.ok()) return flat.status();
-    Status st = MergeInto(root, &out, *flat, ptr);
+    Status st = MergeInto(root, &out, *flat, ptr, meter);
     if (!st.ok()) return st;
   }
   return out;
@@ -211,7 +249,7 @@ std::vector<std::string> Required(const json& s) {
 }
 
 // Whether every value compiled from object schema `a` fails object schema `b`.
-bool ObjectExcludes(const json& root, const json& a, const json& b, int64_t* budget) {
+bool ObjectExcludes(const json& root, const json& a, const json& b, int64_t* budget, CompileBudget* meter) {
   const json a_props = a.value("properties", json::object());
   const json b_props = b.value("properties", json::object());
   const std::vector<std::string> a_req = Required(a), b_req = Required(b);
@@ -228,7 +266,7 @@ bool ObjectExcludes(const json& root, const json& a, const json& b, int64_t* bud
   for (const std::string& k : a_req) {
     if (std::find(b_req.begin(), b_req.end(), k) == b_req.end()) continue;
     if (!a_props.contains(k) || !b_props.contains(k)) continue;
-    StatusOr<json> pa = Flatten(root, a_props[k], "", 0, budget), pb = Flatten(root, b_props[k], "", 0, budget);
+    StatusOr<json> pa = Flatten(root, a_props[k], "", 0, budget, meter), pb = Flatten(root, b_props[k], "", 0, budget, meter);
     if (!pa.ok() || !pb.ok()) continue;
     if (HasValues(*pa) && HasValues(*pb) && ValueSetsDisjoint(ValuesOf(*pa), ValuesOf(*pb))) return true;
   }
@@ -285,8 +323,9 @@ StatusOr<const json*> ResolveRef(const json& root, const json& ref, const std::s
   return cur;
 }
 
-StatusOr<json> FoldAllOf(const json& root, const json& schema, const std::string& ptr, int64_t* budget) {
-  return Flatten(root, schema, ptr, 0, budget);
+StatusOr<json> FoldAllOf(const json& root, const json& schema, const std::string& ptr, int64_t* budget,
+                         CompileBudget* meter) {
+  return Flatten(root, schema, ptr, 0, budget, meter);
 }
 
 std::vector<std::string> TypesOf(const json& s) {
@@ -304,21 +343,24 @@ std::vector<std::string> TypesOf(const json& s) {
   return t;
 }
 
-Status CheckDisjoint(const json& root, const std::vector<json>& branches, const std::string& ptr, int64_t* budget) {
+Status CheckDisjoint(const json& root, const std::vector<json>& branches, const std::string& ptr, int64_t* budget,
+                     CompileBudget* meter) {
   std::vector<json> flat;
   for (const json& b : branches) {
-    StatusOr<json> f = Flatten(root, b, ptr, 0, budget);
+    StatusOr<json> f = Flatten(root, b, ptr, 0, budget, meter);
     if (!f.ok()) return f.status();
     flat.push_back(*f);
   }
   for (size_t i = 0; i < flat.size(); ++i) {
     for (size_t j = i + 1; j < flat.size(); ++j) {
+      // Every pair is compared: the meter's time limit bounds a oneOf of thousands of branches.
+      if (Status st = meter->Step(); !st.ok()) return st;
       const json &a = flat[i], &b = flat[j];
       if (TypesDisjoint(TypesOf(a), TypesOf(b))) continue;
       if (HasValues(a) && HasValues(b) && ValueSetsDisjoint(ValuesOf(a), ValuesOf(b))) continue;
       const std::vector<std::string> ta = TypesOf(a), tb = TypesOf(b);
       const bool objects = ta == std::vector<std::string>{"object"} && tb == std::vector<std::string>{"object"};
-      if (objects && ObjectExcludes(root, a, b, budget) && ObjectExcludes(root, b, a, budget)) continue;
+      if (objects && ObjectExcludes(root, a, b, budget, meter) && ObjectExcludes(root, b, a, budget, meter)) continue;
       if (*budget < 0) return Unsupported("schema too large to compile (oneOf)", ptr);
       return Unsupported("unsupported JSON Schema keyword 'oneOf' with branches " + std::to_string(i) + " and " +
                          std::to_string(j) + " that may overlap (use anyOf)", ptr);

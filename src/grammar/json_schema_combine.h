@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/compile_budget.h"
 #include "util/status.h"
 
 // The compiler works on ordered_json so that properties keep the order the schema declares them in.
@@ -28,13 +29,14 @@ StatusOr<const nlohmann::ordered_json*> ResolveRef(const nlohmann::ordered_json&
 // type lists intersected, bounds tightened, additionalProperties false honoured. A conflict the fold cannot
 // express is InvalidArgument naming the keyword.
 // `budget` is shared by a whole compile and decremented per schema folded; below zero is an error.
+// `meter` (time, cancellation) is stepped per schema folded and per property / value compared.
 StatusOr<nlohmann::ordered_json> FoldAllOf(const nlohmann::ordered_json& root, const nlohmann::ordered_json& schema,
-                                           const std::string& ptr, int64_t* budget);
+                                           const std::string& ptr, int64_t* budget, CompileBudget* meter);
 
 // OK when no JSON value can match two of `branches` (compared by type, const/enum values, a discriminating
 // required property, or required keys the other branch cannot have); else InvalidArgument.
 Status CheckDisjoint(const nlohmann::ordered_json& root, const std::vector<nlohmann::ordered_json>& branches,
-                     const std::string& ptr, int64_t* budget);
+                     const std::string& ptr, int64_t* budget, CompileBudget* meter);
 
 // Types a schema's compiled grammar can produce ("object", "array", "string", "number", "integer",
 // "boolean", "null"), from `type` or inferred from the keywords present; empty = any.

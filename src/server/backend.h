@@ -61,7 +61,22 @@ struct ChatTemplateInput {
   bool add_generation_prompt = true;
   // Extra template variables (`chat_template_kwargs`, e.g. enable_thinking), name -> JSON text of value.
   std::vector<std::pair<std::string, std::string>> kwargs_json;
+  // > 0: TokenizeChat may refuse (InvalidArgument, PromptBytesTooLong's message) a rendered prompt whose
+  // byte length alone proves it needs more tokens than this, before spending the time to tokenize it.
+  int64_t token_limit = 0;
 };
+
+// The fewest tokens `bytes` of text can become when no token stands for more than `max_token_bytes` of
+// it (0: unknown, so no bound).
+inline int64_t MinTokensForBytes(size_t bytes, size_t max_token_bytes) {
+  return max_token_bytes == 0 ? 0 : static_cast<int64_t>((bytes + max_token_bytes - 1) / max_token_bytes);
+}
+// The 400's message for a prompt refused on its byte length (no token count is known: none was made).
+inline std::string PromptBytesTooLong(size_t bytes, int64_t min_tokens, int64_t token_limit, int64_t n_ctx) {
+  return "the prompt (" + std::to_string(bytes) + " bytes, so at least " + std::to_string(min_tokens) +
+         " tokens) does not fit the context length (" + std::to_string(n_ctx) + " tokens, " +
+         std::to_string(token_limit) + " of them for the prompt)";
+}
 
 struct SamplingParams {
   float temperature = 1.0f;          // 0 = greedy
@@ -193,6 +208,9 @@ class InferenceBackend {
   // The model's chat template text (GGUF tokenizer.chat_template) for GET /props; "" when none.
   virtual std::string chat_template() const { return ""; }
   virtual int32_t context_length() const = 0;
+  // The most bytes of prompt text one token can stand for (the longest vocabulary piece, and at least
+  // one UTF-8 character); 0 when unknown. Lets a prompt too long for the context be refused unread.
+  virtual size_t max_token_bytes() const { return 0; }
   virtual StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special,
                                                   bool parse_special) const = 0;
   virtual StatusOr<std::string> Detokenize(const std::vector<int32_t>& ids) const = 0;

@@ -10,9 +10,15 @@
 namespace ember::server {
 
 ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const ServedModel& model,
-                                             const CompletionRequest& req) {
+                                             const CompletionRequest& req, int64_t token_limit) {
   if (req.kind == ApiKind::kCompletion) {
     if (req.prompt_is_ids) return req.prompt_ids;
+    const int64_t at_least = MinTokensForBytes(req.prompt_text.size(), model.backend->max_token_bytes());
+    if (token_limit > 0 && at_least > token_limit) {
+      return InvalidRequest(PromptBytesTooLong(req.prompt_text.size(), at_least, token_limit,
+                                               model.backend->context_length()),
+                            req.max_tokens ? "max_tokens" : "prompt");
+    }
     // A raw prompt is the caller's own markup (llama-server parses it the same way), so by default
     // "<|eot_id|>" in it is the control token; --completion-prompt-specials off makes it text.
     StatusOr<std::vector<int32_t>> ids = model.backend->Tokenize(req.prompt_text, /*add_special=*/true,
@@ -21,18 +27,27 @@ ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const ServedMod
     return std::move(ids).value();
   }
   // Messages are text: a user typing "<|eot_id|><|start_header_id|>system..." must not forge a turn.
-  StatusOr<std::vector<int32_t>> ids = model.backend->TokenizeChat({req.messages, req.tools, true, req.template_kwargs});
-  if (!ids.ok()) return FromStatus(ids.status());
+  StatusOr<std::vector<int32_t>> ids =
+      model.backend->TokenizeChat({req.messages, req.tools, true, req.template_kwargs, token_limit});
+  if (!ids.ok()) {
+    ApiError e = FromStatus(ids.status());
+    if (token_limit > 0 && e.message.rfind("the prompt (", 0) == 0) {  // PromptBytesTooLong's
+      e.param = req.max_tokens ? "max_tokens" : "messages";
+    }
+    return e;
+  }
   return std::move(ids).value();
 }
 
 ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, const ServedModel& model,
                                                           const CompletionRequest& req, std::string_view api_key_id) {
   if (ctx.draining.load()) return Overloaded("the server is shutting down");
-  ApiResult<std::vector<int32_t>> prompt = PromptTokens(ctx, model, req);
+  const int64_t n_ctx = model.backend->context_length();
+  // The prompt may use what max_tokens leaves (and never the whole context: at least one token to reply).
+  const int64_t token_limit = std::max<int64_t>(1, req.max_tokens ? n_ctx - *req.max_tokens : n_ctx - 1);
+  ApiResult<std::vector<int32_t>> prompt = PromptTokens(ctx, model, req, token_limit);
   if (!prompt.ok()) return prompt.error();
   const int64_t n_prompt = static_cast<int64_t>(prompt.value().size());
-  const int64_t n_ctx = model.backend->context_length();
   if (n_prompt == 0) return InvalidRequest("the prompt is empty", "prompt");
   if (req.max_tokens && n_prompt + *req.max_tokens > n_ctx) {
     return InvalidRequest("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
@@ -45,7 +60,10 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
                               std::to_string(n_ctx) + " tokens)",
                           "messages");
   }
-  ApiResult<std::shared_ptr<const grammar::Grammar>> constraint = BuildOutputGrammar(*model.backend, req);
+  // On the connection worker, before the queue: bounded by the compile budget, and stopped when the
+  // client leaves (the probe is polled every few ms), so a hostile schema cannot hold the worker.
+  ApiResult<std::shared_ptr<const grammar::Grammar>> constraint =
+      BuildOutputGrammar(*model.backend, req, [&ctx] { return ctx.ClientGone(); });
   if (!constraint.ok()) return constraint.error();
   if (constraint.value() != nullptr) {  // a grammar too costly to follow is refused before it takes a lane
     if (Status st = model.backend->CheckGrammar(constraint.value()); !st.ok()) {

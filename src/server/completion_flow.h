@@ -28,8 +28,10 @@ ApiResult<std::shared_ptr<GenerationJob>> StartGeneration(ServerContext& ctx, co
 // The prompt `model` would see, as token ids (also for /v1/messages/count_tokens). Chat: the backend's
 // TokenizeChat (client text never becomes control tokens). Raw completions: control-token strings in the
 // prompt parse as control tokens unless the server runs with completion_prompt_specials off.
+// token_limit > 0: a prompt whose byte length alone proves it needs more tokens than this is refused
+// (400 naming the context length) before it is tokenized; 0 (count_tokens): never refused.
 ApiResult<std::vector<int32_t>> PromptTokens(ServerContext& ctx, const ServedModel& model,
-                                             const CompletionRequest& req);
+                                             const CompletionRequest& req, int64_t token_limit = 0);
 
 // Called with each piece of reply text as it becomes safe to send; returns false if the client is gone.
 using TextSink = std::function<bool(const std::string& text, const std::vector<TokenEvent>& tokens)>;

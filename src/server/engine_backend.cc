@@ -125,6 +125,18 @@ struct BatchConfig {
   SpeculativeOptions spec;  // draft_engine: set by the backend to the draft model it owns
 };
 
+// The most input bytes one token can consume: its stored text (byte-level BPE stores bytes >= 0x80 as
+// two-byte characters, SentencePiece spaces as three-byte U+2581: never fewer than it consumes) or its
+// rendering, whichever is longer; at least 4, one UTF-8 character (an unknown one becomes one token).
+size_t LongestPiece(const Tokenizer& tok) {
+  size_t longest = 4;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    longest = std::max({longest, tok.spec().tokens[static_cast<size_t>(id)].size(),
+                        tok.TokenToPiece(id, /*render_special=*/true).size()});
+  }
+  return longest;
+}
+
 class EngineBackend final : public InferenceBackend {
  public:
   EngineBackend(std::unique_ptr<Engine> engine, std::unique_ptr<Engine> draft, std::unique_ptr<TieredCache> tiers,
@@ -135,6 +147,7 @@ class EngineBackend final : public InferenceBackend {
                                 engine_->kv_config().block_size},
                 tiers_.get()),
         session_(*engine_, tiers_.get()), lanes_(static_cast<size_t>(std::max(parallel_, 1))) {
+    max_token_bytes_ = LongestPiece(*engine_->tokenizer());
     for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i].lane = static_cast<int32_t>(i);
     spec_.draft_engine = draft_.get();
     if (parallel_ > 1) {
@@ -168,6 +181,7 @@ class EngineBackend final : public InferenceBackend {
     return template_override_.empty() ? engine_->tokenizer()->spec().chat_template : template_override_;
   }
   int32_t context_length() const override { return static_cast<int32_t>(engine_->options().n_ctx); }
+  size_t max_token_bytes() const override { return max_token_bytes_; }
 
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_special,
                                           bool parse_special) const override {
@@ -190,6 +204,17 @@ class EngineBackend final : public InferenceBackend {
 
   StatusOr<std::vector<int32_t>> TokenizeChat(const ChatTemplateInput& in) const override {
     EMBER_ASSIGN_OR_RETURN(std::string text, RenderChat(in, /*client_text_plain=*/true));
+    if (in.token_limit > 0) {
+      // The marks vanish before encoding, so they do not count toward what the tokens must cover.
+      size_t marks = 0;
+      for (size_t at = text.find(Tokenizer::kTextMark); at != std::string::npos;
+           at = text.find(Tokenizer::kTextMark, at + Tokenizer::kTextMark.size())) ++marks;
+      const size_t bytes = text.size() - marks * Tokenizer::kTextMark.size();
+      const int64_t at_least = MinTokensForBytes(bytes, max_token_bytes_);
+      if (at_least > in.token_limit) {
+        return InvalidArgument(PromptBytesTooLong(bytes, at_least, in.token_limit, context_length()));
+      }
+    }
     // The rendered template already holds BOS and its other control tokens as text; the client's text
     // carries marks that keep its control-token strings text (Tokenizer::AsPlainText).
     return engine_->tokenizer()->EncodeWithMarks(text, /*add_special=*/false);
@@ -428,6 +453,7 @@ class EngineBackend final : public InferenceBackend {
 
   // Destruction order matters: the sessions and the runner go before the budget, cache and engine.
   std::unique_ptr<Engine> engine_;
+  size_t max_token_bytes_ = 0;  // max_token_bytes(), from the vocabulary at load
   std::unique_ptr<Engine> draft_;  // --draft-model (null without)
   SpeculativeOptions spec_;
   std::atomic<uint64_t> draft_tokens_{0}, draft_accepted_{0}, decode_tokens_{0}, decode_us_{0};

@@ -13,10 +13,15 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> Compile(const std::string& gb
   return std::move(g).value();
 }
 
+// The answer to a compile stopped because the client left: nobody reads it (nginx's "client closed").
+ApiError ClientLeft(const std::string& message) { return {499, "client_closed_request", message, ""}; }
+
 }  // namespace
 
 ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(const InferenceBackend& backend,
-                                                                      const CompletionRequest& req) {
+                                                                      const CompletionRequest& req,
+                                                                      const std::function<bool()>& client_gone) {
+  grammar::CompileBudget budget({}, client_gone);
   const bool forced_tool = req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kFunction;
   const int asked = (forced_tool ? 1 : 0) + (req.response_format != ResponseFormat::kText ? 1 : 0) +
                     (req.grammar.empty() ? 0 : 1);
@@ -25,7 +30,8 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(const Infe
                           forced_tool ? "tool_choice" : "grammar");
   }
   if (forced_tool) {
-    ApiResult<std::string> gbnf = ToolCallGbnf(backend.tool_call_syntax(), req);
+    ApiResult<std::string> gbnf = ToolCallGbnf(backend.tool_call_syntax(), req, &budget);
+    if (budget.was_cancelled()) return ClientLeft(budget.status().message());
     if (!gbnf.ok()) return gbnf.error();
     return Compile(gbnf.value(), "tool_choice");
   }
@@ -34,7 +40,10 @@ ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(const Infe
   }
   if (req.response_format == ResponseFormat::kJsonSchema) {
     // The text keeps the schema's property order where the parser kept it.
-    StatusOr<std::string> gbnf = grammar::JsonSchemaTextToGbnf(req.json_schema);
+    grammar::JsonSchemaOptions options;
+    options.budget = &budget;
+    StatusOr<std::string> gbnf = grammar::JsonSchemaTextToGbnf(req.json_schema, options);
+    if (budget.was_cancelled()) return ClientLeft(budget.status().message());
     if (!gbnf.ok()) {
       return InvalidRequest("'response_format.json_schema.schema': " + gbnf.status().message(), "response_format");
     }

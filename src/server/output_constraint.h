@@ -4,6 +4,7 @@
 // or grammar the compiler refuses (its message names the unsupported feature). HTTP thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "grammar/grammar.h"
@@ -14,7 +15,11 @@
 namespace ember::server {
 
 // null when the request constrains nothing. `backend`: the model that will run it (its tool-call syntax).
+// Schema compilation runs within grammar::CompileLimits (bytes, rules, time: a 400 naming the limit) and
+// polls `client_gone` every few milliseconds: when it says the client left, compilation stops and the
+// result is a 499 no one reads.
 ApiResult<std::shared_ptr<const grammar::Grammar>> BuildOutputGrammar(const InferenceBackend& backend,
-                                                                      const CompletionRequest& req);
+                                                                      const CompletionRequest& req,
+                                                                      const std::function<bool()>& client_gone = {});
 
 }  // namespace ember::server

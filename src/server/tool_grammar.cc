@@ -42,7 +42,8 @@ std::string SchemaParam(const CompletionRequest& req, size_t i) {
 // The GBNF of tool `i`'s arguments, value rule "<prefix>root". Arguments are always an object: a schema
 // without a type is read as an object schema (what it means for arguments; narrowing never admits JSON
 // the schema refuses), one with another type is refused.
-ApiResult<std::string> ArgumentsGbnf(const CompletionRequest& req, size_t i, const std::string& prefix) {
+ApiResult<std::string> ArgumentsGbnf(const CompletionRequest& req, size_t i, const std::string& prefix,
+                                     grammar::CompileBudget* budget) {
   const ToolSpec& tool = req.tools[i];
   const std::string param = SchemaParam(req, i);
   StatusOr<json> parsed = ParseJsonLimited(tool.parameters_json);
@@ -52,6 +53,7 @@ ApiResult<std::string> ArgumentsGbnf(const CompletionRequest& req, size_t i, con
   json schema = std::move(parsed).value();
   grammar::JsonSchemaOptions options;
   options.prefix = prefix;
+  options.budget = budget;
   if (schema.empty()) return grammar::AnyJsonObjectGbnf(options);
   auto type = schema.find("type");
   if (type == schema.end()) {
@@ -70,7 +72,10 @@ ApiResult<std::string> ArgumentsGbnf(const CompletionRequest& req, size_t i, con
 
 }  // namespace
 
-ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionRequest& req) {
+ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionRequest& req,
+                                    grammar::CompileBudget* budget) {
+  grammar::CompileBudget own;
+  if (budget == nullptr) budget = &own;
   const bool hermes = syntax == ToolCallSyntax::kHermes;
   const char* args_key = hermes ? "arguments" : "parameters";
   std::string rules;    // one "call-<i>" rule per callable tool, then each tool's schema rules
@@ -79,7 +84,8 @@ ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionReque
     const ToolSpec& tool = req.tools[i];
     if (req.tool_choice == ToolChoice::kFunction && tool.name != req.tool_choice_name) continue;
     const std::string prefix = "tool" + std::to_string(i) + "-";
-    ApiResult<std::string> args = ArgumentsGbnf(req, i, prefix);
+    if (Status st = budget->Step(); !st.ok()) return InvalidRequest("'tools': " + st.message(), "tools");
+    ApiResult<std::string> args = ArgumentsGbnf(req, i, prefix, budget);
     if (!args.ok()) return args.error();
     // The name as the template writes it: a JSON string.
     const std::string head = "{\"name\": " + json(tool.name).dump(-1, ' ', false, json::error_handler_t::replace) +
@@ -90,6 +96,7 @@ ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionReque
     calls.push_back(call);
     if (req.tool_choice == ToolChoice::kFunction) break;  // names are the client's: the first one counts
   }
+  if (!budget->status().ok()) return InvalidRequest("'tools': " + budget->status().message(), "tools");
   if (calls.empty()) {
     return InvalidRequest(req.tool_choice == ToolChoice::kFunction
                               ? "'tool_choice' names the tool '" + req.tool_choice_name + "', which is not among the tools"

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "grammar/compile_budget.h"
 #include "server/api_error.h"
 #include "server/completion_request.h"
 #include "server/tool_call_syntax.h"
@@ -19,6 +20,9 @@ namespace ember::server {
 // GBNF text for grammar::ParseGbnf, root rule "root". `req` must force a call (kRequired: any of its
 // tools; kFunction: tool_choice_name). 400 naming the tool and the field when a tool's schema is not an
 // object schema or uses what the compiler cannot enforce (its message names the keyword).
-ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionRequest& req);
+// `budget` (null: a default one) is shared by all the tools' schemas, so many tools cannot each spend
+// a whole budget.
+ApiResult<std::string> ToolCallGbnf(ToolCallSyntax syntax, const CompletionRequest& req,
+                                    grammar::CompileBudget* budget = nullptr);
 
 }  // namespace ember::server

@@ -17,6 +17,7 @@ class ForwardingBackend : public InferenceBackend {
 
   std::string model_id() const override { return fake_.model_id(); }
   int32_t context_length() const override { return fake_.context_length(); }
+  size_t max_token_bytes() const override { return fake_.max_token_bytes(); }
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& t, bool a, bool p) const override {
     return fake_.Tokenize(t, a, p);
   }
