@@ -17,7 +17,12 @@ namespace {
 
 std::string ManyProperties(int n) {
   std::string s = R"({"type":"object","properties":{)";
-  for (int i = 0; i < n; ++i) s += (i ? ",\"p" : "\"p") + std::to_string(i) + R"(":{"type":"string"})";
+  // Appended piece by piece: GCC 12's -Wrestrict misfires on `"literal" + std::to_string(i)`.
+  for (int i = 0; i < n; ++i) {
+    s += i ? ",\"p" : "\"p";
+    s += std::to_string(i);
+    s += R"(":{"type":"string"})";
+  }
   return s + "}}";
 }
 
@@ -32,7 +37,11 @@ CompletionRequest WithSchema(const std::string& schema) {
 CompletionRequest WithTools(int tools, int properties, ApiKind kind = ApiKind::kMessages) {
   CompletionRequest req;
   req.kind = kind;
-  for (int i = 0; i < tools; ++i) req.tools.push_back({"t" + std::to_string(i), "", ManyProperties(properties)});
+  for (int i = 0; i < tools; ++i) {
+    std::string name = "t";
+    name += std::to_string(i);
+    req.tools.push_back({name, "", ManyProperties(properties)});
+  }
   req.tool_choice = ToolChoice::kRequired;
   return req;
 }
