@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "engine/grammar_vocabulary.h"
 #include "engine_test_util.h"
+#include "grammar_engine_fixture.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema.h"
@@ -70,30 +71,8 @@ void CheckProbe(const std::string& family) {
 TEST(MaskBudgetEngine, TheProbeJudgesTheFirstMaskLlama3) { CheckProbe("llama3"); }
 TEST(MaskBudgetEngine, TheProbeJudgesTheFirstMaskQwen3) { CheckProbe("qwen3"); }
 
-struct Fixture {
-  std::unique_ptr<Engine> engine;
-  std::shared_ptr<const grammar::Vocabulary> vocab;
-};
-
-Fixture& Shared() {
-  static Fixture* f = [] {
-    auto* fx = new Fixture();
-    const std::string dir = testutil::MakeTempDir("mask-budget");
-    const std::string model = testutil::GenModel(
-        dir, "m", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 --type q8_0 --seed 5");
-    EngineOptions eo;
-    eo.threads = 2;
-    eo.ubatch = 64;
-    auto e = Engine::Load(model, eo);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
-    if (e.ok()) {
-      fx->engine = std::move(*e);
-      fx->vocab = MakeGrammarVocabulary(*fx->engine->tokenizer());
-    }
-    return fx;
-  }();
-  return *f;
-}
+using Fixture = testutil::GrammarEngine;
+Fixture& Shared() { return testutil::SharedGrammarEngine(); }
 
 GenerateOptions NeighbourOptions() {
   GenerateOptions o;
