@@ -5,11 +5,15 @@
 
 namespace ember::grammar {
 
-CompileBudget::CompileBudget(CompileLimits limits, std::function<bool()> cancelled)
-    : limits_(limits), cancelled_(std::move(cancelled)) {
-  const auto now = std::chrono::steady_clock::now();
-  deadline_ = now + limits_.max_time;
-  next_poll_ = now;
+namespace {
+int64_t Micros(std::chrono::milliseconds ms) { return std::chrono::duration_cast<std::chrono::microseconds>(ms).count(); }
+}  // namespace
+
+CompileBudget::CompileBudget(CompileLimits limits, std::function<bool()> cancelled, Env* env)
+    : limits_(limits), cancelled_(std::move(cancelled)), env_(env != nullptr ? env : Env::Default()) {
+  const int64_t now = env_->MonotonicMicros();
+  deadline_us_ = now + Micros(limits_.max_time);
+  next_poll_us_ = now;
 }
 
 Status CompileBudget::Step() {
@@ -34,16 +38,16 @@ Status CompileBudget::AddRule(size_t bytes) {
 }
 
 Status CompileBudget::CheckClock() {
-  const auto now = std::chrono::steady_clock::now();
-  if (cancelled_ && now >= next_poll_) {
-    next_poll_ = now + kPollInterval;
+  const int64_t now = env_->MonotonicMicros();
+  if (cancelled_ && now >= next_poll_us_) {
+    next_poll_us_ = now + Micros(kPollInterval);
     if (cancelled_()) {
       was_cancelled_ = true;
       status_ = FailedPrecondition("schema compilation cancelled: the client left");
       return status_;
     }
   }
-  if (now > deadline_) {
+  if (now > deadline_us_) {
     status_ = InvalidArgument("schema too complex: compiling it takes more than " +
                               std::to_string(limits_.max_time.count()) + " ms (the limit)");
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "util/env.h"
 #include "util/status.h"
 
 namespace ember::grammar {
@@ -27,7 +28,8 @@ struct CompileLimits {
 
 class CompileBudget {
  public:
-  explicit CompileBudget(CompileLimits limits = {}, std::function<bool()> cancelled = {});
+  // `env` supplies the clock (null: Env::Default()), so a simulated clock can drive the time limit.
+  explicit CompileBudget(CompileLimits limits = {}, std::function<bool()> cancelled = {}, Env* env = nullptr);
 
   // One unit of compiler work. Cheap: the clock (and `cancelled`) is consulted every 64 units, the
   // probe at most once per kPollInterval.
@@ -48,8 +50,9 @@ class CompileBudget {
 
   CompileLimits limits_;
   std::function<bool()> cancelled_;
-  std::chrono::steady_clock::time_point deadline_;
-  std::chrono::steady_clock::time_point next_poll_;
+  Env* env_;
+  int64_t deadline_us_;
+  int64_t next_poll_us_;
   size_t bytes_ = 0;
   size_t rules_ = 0;
   uint32_t steps_ = 0;
