@@ -23,8 +23,8 @@ namespace ember::grammar {
 
 inline constexpr uint64_t kMaskProbeWork = uint64_t{1} << 17;
 inline constexpr uint64_t kMaskStepWork = uint64_t{1} << 16;
-inline constexpr uint64_t kMaskRequestCredit = uint64_t{1} << 26;
-inline constexpr uint64_t kMaskCreditPerToken = uint64_t{1} << 18;
+inline constexpr uint64_t kMaskRequestCredit = uint64_t{1} << 25;
+inline constexpr uint64_t kMaskCreditPerToken = uint64_t{1} << 21;
 
 // A request's account: units spent against credit earned. Copyable (a cloned matcher carries its own).
 class MaskBudget {

@@ -166,7 +166,7 @@ TEST(MaskBudgetEngine, AnOrdinaryGrammarNeverTrips) {
   auto solo = f.engine->Generate(*seq, prompt, o, nullptr);
   ASSERT_TRUE(solo.ok()) << solo.status().ToString();
   EXPECT_EQ(solo->tokens.size(), 48u);
-  EXPECT_LT(solo_m.budget().spent(), grammar::kMaskRequestCredit / 16);
+  EXPECT_LT(solo_m.budget().spent(), grammar::kMaskRequestCredit / 8);
 
   BatchRunnerOptions bo;
   bo.max_seqs = 2;

@@ -105,7 +105,7 @@ TEST(MaskBudget, ACostlyGrammarExhaustsTheRequestBudget) {
   auto g = Parse(CostlyGbnf());
   ASSERT_TRUE(g);
   auto vocab = PrintableVocab();
-  // A small credit so the test is quick; the rule is the same at the default 2^26 + 2^18 per token.
+  // A small credit so the test is quick; the rule is the same at the default 2^25 + 2^21 per token.
   GrammarMatcher m(g, vocab, MaskBudget(uint64_t{1} << 20, uint64_t{1} << 10));
   const int32_t a = Single('a');
   Status failed;
