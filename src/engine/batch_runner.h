@@ -1,29 +1,26 @@
-// Continuous batching (issue #16): up to `max_seqs` sequences advance together, one forward pass
-// (Engine::Step) per step over the decode token of every running sequence plus a budgeted chunk of
-// prompt tokens of sequences being admitted, so a long prompt never holds up the others' streams for
-// more than one chunk.
+// Continuous batching (issue #16, #30): the server's concurrent generations run on one step thread
+// that drives a StepLoop (engine/step_loop.h, the only generator): up to `max_seqs` sequences advance
+// together, one forward pass per step over every running sequence's decode rows plus prompt chunks
+// sized by the step planner (rows, and time while anyone decodes), so a long prompt never holds up the
+// others' streams for more than one short step.
 //
-// Each Run() call is one sequence's generation, with exactly the semantics of Engine::Generate (same
-// sampler, same RNG use, same stop rules, logprobs, cancellation, speculative decoding), and because the
-// forward pass is batch invariant its tokens and logits are bitwise those of running it alone (the
-// tests compare). A speculating sequence's decode slice carries its pending token and its drafts.
+// Each Run() call is one sequence's generation with exactly the semantics of Engine::Generate (which is
+// the same loop with one sequence): same sampler, RNG use, stop rules, logprobs, cancellation, grammar
+// budget and speculative decoding, and because the forward pass is batch invariant its tokens and logits
+// are bitwise those of running it alone (the tests compare).
+//
+// Admission: FIFO over one queue (engine/step_planner.h AdmitFromQueue): a job takes a slot when one is
+// free and, with a KV budget, when its reservation (BatchJob::kv_bytes) fits beside those of the
+// running jobs; a job that does not fit keeps everyone behind it waiting.
 //
 // Grammar masks (grammar/mask_budget.h): before each step a constrained sequence spends at most
-// kMaskStepWork units on its next mask; one not ready by then sits the step out (its pending token
-// waits; a prompt keeps its last row back) and goes on next step, so a costly grammar slows only its own
-// sequence. A drafted row is verified only when its mask is ready already. Engine::Generate follows the
-// same rule for drafts, so the tokens are still those of a solo run.
-//
-// In-flight prefix sharing: a sequence whose prompt shares a prefix with a sequence admitted before it
-// (same share_key) does not compute that prefix again. While the earlier one is still prefilling the
-// shared part the later one waits; once the earlier one holds it, the later one adopts a zero-copy view
-// of its KV (copy-on-write blocks) and prefills only the rest. Waiting follows admission order, so there
-// is no cycle. The view is positions computed from the same tokens, so the result is unchanged.
+// kMaskStepWork units on its next mask; one not ready by then sits the step out and goes on next step,
+// so a costly grammar slows only its own sequence.
 //
 // Threading: Run() is called from any number of threads (the server's lanes) and blocks until that
-// generation ends; at most max_seqs run at once, later calls wait their turn (FIFO). One step thread
-// owns the StepContext and calls Engine::Step; on_token and on_prompt_done run on it and must be cheap
-// (they sit between two forward passes of every running sequence).
+// generation ends. One step thread owns the StepLoop and calls Engine::Step; on_token and
+// on_prompt_done run on it and must be cheap (they sit between two forward passes of every running
+// sequence).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +32,8 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/gen_sequence.h"
+#include "engine/step_loop.h"
 #include "util/env.h"
 #include "util/mutex.h"
 
@@ -50,27 +49,11 @@ struct BatchRunnerOptions {
   // sequences together (drafts go to decoding sequences in admission order while this lasts). It sizes
   // the step's logits buffer: (max_seqs + this) rows of n_vocab floats. 0: no job drafts.
   int draft_rows_per_step = 32;
-};
-
-struct BatchJob {
-  Sequence* seq = nullptr;               // the caller's; holds prompt[0, seq->n_pos()) already (e.g. a cache view)
-  std::span<const int32_t> prompt;       // the WHOLE prompt; seq->tokens() is a prefix of it; must outlive Run
-  GenerateOptions options;               // max_tokens, sampling, cancel, top_logprobs, on_logprobs, stop_at_eog
-  std::string share_key;                 // sequences with equal non-empty keys may share in-flight prefixes
-  // Step thread, once: after the last prompt position is forwarded, before the first token is sampled
-  // (the session layer stores its prompt-boundary cache entry here).
-  std::function<void(const Sequence&)> on_prompt_done;
-  TokenCallback on_token;                // step thread; return false to stop (kCallback)
-};
-
-struct BatchJobResult {
-  GenerateResult gen;            // as Engine::Generate's; prompt_tokens = positions this job forwarded
-  int64_t shared_tokens = 0;     // prompt positions adopted from another running sequence (not computed)
-  double queued_s = 0;           // Run() call -> admitted to a step slot
-  // This job's share of the steps that forwarded its prompt: each step's time split by rows. A prefill
-  // rate for estimates (the cold tier's restore-or-recompute choice); gen.prefill_s is wall time, which
-  // under load includes the queue and the other sequences' rows.
-  double prefill_compute_s = 0;
+  // Step time target while any sequence decodes (--step-ms): prompt chunks are cut so a step's predicted
+  // time stays near it (engine/step_cost.h). 0: rows only.
+  double step_ms = 0;
+  // Σ BatchJob::kv_bytes of the jobs holding slots; a job that would exceed it waits (FIFO). 0: no limit.
+  int64_t kv_budget_bytes = 0;
 };
 
 struct BatchRunnerStats {
@@ -88,8 +71,10 @@ struct BatchRunnerStats {
   uint64_t draft_accepted = 0;   // ... and accepted
   uint64_t mask_waits = 0;       // times a sequence sat out a step (or ended a verify walk) for its grammar mask
   uint64_t occupancy_sum = 0;    // Σ sequences per step (mean occupancy = occupancy_sum / steps / max_seqs)
+  int64_t kv_reserved_bytes = 0; // Σ kv_bytes of the jobs holding slots
   double step_seconds = 0;       // Σ step wall time (forward + sampling)
   double last_step_ms = 0;
+  double last_predicted_ms = 0;  // the step cost model's estimate of the last step (0: not fitted yet)
   uint64_t completed = 0, failed = 0, cancelled = 0;
 };
 
@@ -100,9 +85,10 @@ class BatchRunner {
   BatchRunner(const BatchRunner&) = delete;
   BatchRunner& operator=(const BatchRunner&) = delete;
 
-  // One generation, blocking. Errors: InvalidArgument for a bad job (empty prompt, seq not a prefix of
-  // it, bad sampling params), FailedPrecondition after Shutdown, or the step's error for this sequence
-  // (it alone fails; the others go on). Cancellation (options.cancel) is not an error: stop kCancelled.
+  // One generation, blocking. Errors: InvalidArgument for a bad job (ValidateJob), ResourceExhausted
+  // for kv_bytes over the whole budget, FailedPrecondition after Shutdown, or the step's error for this
+  // sequence (it alone fails; the others go on). Cancellation (options.cancel) is not an error: stop
+  // kCancelled.
   StatusOr<BatchJobResult> Run(BatchJob job) EXCLUDES(mu_);
 
   // Cancels nothing by itself: waits for running and queued jobs to end (callers cancel them through
@@ -114,7 +100,11 @@ class BatchRunner {
 
  private:
   struct Active;
-  void StepLoop() EXCLUDES(mu_);
+  void Loop() EXCLUDES(mu_);
+  // Under mu_: moves the jobs the admission rule lets in from waiting_ to running_.
+  std::vector<std::shared_ptr<Active>> AdmitLocked(int running) REQUIRES(mu_);
+  void NoteTurnLocked(const StepLoop& loop, const std::vector<std::shared_ptr<GenSequence>>& released)
+      REQUIRES(mu_);
 
   Engine& engine_;
   BatchRunnerOptions opts_;
@@ -122,8 +112,9 @@ class BatchRunner {
   mutable Mutex mu_;
   CondVar cv_;  // work arrived, a job finished, or stopping
   std::vector<std::shared_ptr<Active>> waiting_ GUARDED_BY(mu_);  // FIFO, not yet given a slot
-  std::vector<std::shared_ptr<Active>> active_ GUARDED_BY(mu_);   // admission order
+  std::vector<std::shared_ptr<Active>> running_ GUARDED_BY(mu_);  // holding slots, admission order
   bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t next_id_ GUARDED_BY(mu_) = 0;
   BatchRunnerStats st_ GUARDED_BY(mu_);
   std::thread thread_;
 };
