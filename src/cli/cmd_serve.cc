@@ -314,6 +314,11 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
                   "prefill: a long prompt holds the others' streams up by one chunk per step); 16 to 512")
       ->capture_default_str()->check(CLI::Range(int64_t{server::kMinStepTokens}, int64_t{512}))
       ->envname("EMBER_STEP_TOKENS");
+  cmd->add_option("--step-ms", o->step_ms,
+                  "Step time target (ms) while any sequence decodes: a long prompt's chunks are cut so each "
+                  "step, and so each running stream's gap between two tokens, stays near it (a cost model "
+                  "fitted to the steps run predicts their time); 0 = size by --step-tokens alone; 0 to 10000")
+      ->capture_default_str()->check(CLI::Range(0.0, 10000.0))->envname("EMBER_STEP_MS");
   cmd->add_option("--spec", o->spec,
                   "Speculative decoding, lossless (docs/speculative.md): off | ngram (prompt lookup: drafts what "
                   "followed the reply's last tokens earlier in the context) | draft (--draft-model)")

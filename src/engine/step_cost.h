@@ -5,8 +5,9 @@
 // The model is linear in two features of a step: its rows (every row reads the weights' product once
 // more: matmul work) and its attention work (Σ over slices of rows × keys attended). It is fitted by
 // least squares over the last kWindow steps (no clock of its own: the caller passes measured times),
-// so it follows the machine's speed and load. Until it has seen enough distinct shapes it predicts
-// nothing (ready() is false) and the planner sizes by rows alone.
+// so it follows the machine's speed and load. Until it has seen kMinSamples steps it predicts nothing
+// (ready() is false) and the planner sizes by rows alone; while the steps seen do not tell rows from
+// attention apart, the fit uses the terms they do determine (rows alone, at worst).
 #pragma once
 
 #include <array>
@@ -29,6 +30,8 @@ class StepCostModel {
   static constexpr int kWindow = 64;     // steps the fit remembers
   static constexpr int kMinSamples = 8;  // before it predicts
 
+  // A step of `shape` took `ms` (forward pass and sampling). Steps without rows and times that are
+  // negative or not finite are ignored.
   void Record(const StepShape& shape, double ms);
   bool ready() const { return ready_; }
   // Predicted wall time of a step (ms); 0 when not ready.

@@ -1,6 +1,7 @@
 #include "engine/step_loop.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <unordered_map>
 
@@ -208,6 +209,24 @@ void StepLoop::Dispatch(const StepPlan& plan, const std::vector<StepSlice>& slic
   c.step_seconds += step_s;
   c.last_step_ms = step_s * 1e3;
   c.last_predicted_ms = plan.predicted_ms;
+}
+
+StatusOr<BatchJobResult> RunAlone(Engine& engine, BatchJob job, int64_t ubatch) {
+  EMBER_RETURN_IF_ERROR(ValidateJob(job));
+  StepLoopOptions so;
+  so.max_seqs = 1;
+  so.step_tokens = ubatch > 0 ? ubatch : engine.options().ubatch;
+  so.prefill_rows = so.step_tokens;
+  const SpeculativeOptions& spec = job.options.speculative;
+  so.draft_rows_per_step = spec.enabled() ? MaxDraftTokens(engine, spec.draft_max) : 0;
+  so.mask_step_work = UINT64_MAX;
+  so.env = engine.options().env != nullptr ? engine.options().env : Env::Default();
+  StepLoop loop(engine, so);
+  auto gen = std::make_shared<GenSequence>(std::move(job), so.env);
+  loop.Add(gen);
+  while (!loop.empty()) loop.Turn();
+  if (!gen->status().ok()) return gen->status();
+  return std::move(gen->result());
 }
 
 }  // namespace ember

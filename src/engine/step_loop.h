@@ -86,4 +86,9 @@ class StepLoop {
   StepCounters counters_;
 };
 
+// One job through a loop of its own on the caller's thread (serial generation: Engine::Generate, the
+// session layer without a runner). Prompt chunks of `ubatch` rows (0: the engine's); the whole mask
+// every step (nobody else waits on it). Errors as BatchRunner::Run's.
+StatusOr<BatchJobResult> RunAlone(Engine& engine, BatchJob job, int64_t ubatch = 0);
+
 }  // namespace ember

@@ -33,7 +33,7 @@ struct PlannedSeq {
   uint64_t id = 0;             // admission order: a smaller id was admitted earlier
   int64_t n_pos = 0;           // positions it holds (what its rows attend to)
   bool decoding = false;       // prompt done: wants decode_rows rows
-  int64_t decode_rows = 1;     // its pending token plus drafted ones (decoding only)
+  int64_t decode_rows = 1;     // its pending token plus drafted ones (decoding only; 0: nothing to forward)
   int64_t prompt_left = 0;     // prompt rows not forwarded yet (prefilling only)
   bool mask_ready = true;      // grammar mask for its next sample is ready
   bool waits = false;          // wants to wait for an earlier sequence computing its shared prefix...
@@ -52,7 +52,7 @@ struct StepBudget {
   int64_t max_prefill_rows = 512;       // rows of a step that carries none
   int64_t kv_free_bytes = std::numeric_limits<int64_t>::max();  // reservations admission may still grant
   double target_ms = 0;                 // step time target while anyone decodes (--step-ms); 0: rows only
-  int64_t min_prompt_rows = 16;         // a time-cut chunk is never smaller (unless the prompt is)
+  int64_t min_prompt_rows = 16;         // a step's first time-cut chunk is never smaller (unless the prompt is)
 };
 
 struct QueueAdmission {
@@ -71,7 +71,7 @@ struct StepPlan {
     bool decode = false;       // a decode slice (all its rows' logits); else a prompt chunk
     bool last = false;         // prompt chunk that ends the prompt: its logits are sampled after the step
   };
-  std::vector<Slice> slices;   // decode slices in running order, then prompt chunks in admission order
+  std::vector<Slice> slices;   // decode slices, then prompt chunks, each in id (admission) order
   std::vector<uint64_t> sit_out;  // decoding but mask not ready
   std::vector<uint64_t> share_waits;  // prefilling, waiting for an earlier sequence's shared prefix
   int64_t decode_rows = 0;

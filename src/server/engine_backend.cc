@@ -121,6 +121,7 @@ class BudgetAdmission final : public Admission {
 struct BatchConfig {
   int parallel = 1;
   int64_t step_tokens = 256;
+  double step_ms = 0;
   uint64_t kv_budget_bytes = 0;
   SpeculativeOptions spec;  // draft_engine: set by the backend to the draft model it owns
 };
@@ -154,6 +155,7 @@ class EngineBackend final : public InferenceBackend {
       BatchRunnerOptions bo;
       bo.max_seqs = parallel_;
       bo.step_tokens = batch.step_tokens;
+      bo.step_ms = batch.step_ms;
       // Drafted rows per step: room for four sequences' full drafts (none when speculation is off).
       bo.draft_rows_per_step = spec_.enabled() ? 4 * spec_.draft_max : 0;
       runner_ = std::make_unique<BatchRunner>(*engine_, bo);
@@ -492,8 +494,12 @@ StatusOr<BatchConfig> BatchConfigFor(const ServeOptions& o, const Engine& engine
                            std::to_string(kMinStepTokens) + " to " + std::to_string(ubatch) +
                            " (the engine's ubatch: rows one forward pass holds)");
   }
+  if (!(o.step_ms >= 0 && o.step_ms <= 10000)) {
+    return InvalidArgument("--step-ms " + std::to_string(o.step_ms) + ": must be 0 (rows only) to 10000");
+  }
   c.parallel = o.parallel;
   c.step_tokens = o.step_tokens;
+  c.step_ms = o.step_ms;
   EMBER_ASSIGN_OR_RETURN(c.spec.mode, ParseSpecMode(o.spec));
   c.spec.draft_max = o.draft_max;
   c.spec.ngram_min = o.draft_ngram_min;
@@ -522,8 +528,9 @@ StatusOr<BatchConfig> BatchConfigFor(const ServeOptions& o, const Engine& engine
   if (c.parallel == 1) {
     std::fprintf(stderr, "ember: parallel 1: one generation at a time (serial path)\n");
   } else {
-    std::fprintf(stderr, "ember: parallel %d sequences per step, step tokens %lld\n", c.parallel,
-                 static_cast<long long>(c.step_tokens));
+    std::fprintf(stderr, "ember: parallel %d sequences per step, step tokens %lld, step target %s\n", c.parallel,
+                 static_cast<long long>(c.step_tokens),
+                 c.step_ms > 0 ? (std::to_string(static_cast<int>(c.step_ms)) + " ms").c_str() : "off");
   }
   return c;
 }

@@ -72,6 +72,9 @@ struct ServeOptions {
   // step beside the decode rows, and the KV budget ("8G"; empty: 75 % of free RAM less the weights,
   // printed at start).
   int64_t step_tokens = 256;
+  // Step time target while any sequence decodes (ms; 0: rows only): prompt chunks beside decode rows
+  // are cut so a step's predicted time stays near it (docs/batching.md, "Steps sized by time").
+  double step_ms = 150;
   std::string kv_budget;
   // Speculative decoding (docs/speculative.md): "off" | "ngram" | "draft" (needs draft_model_path, which
   // must share the model's vocabulary), tokens drafted per verification, prompt-lookup n-gram sizes.

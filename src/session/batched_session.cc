@@ -3,13 +3,14 @@
 #include <algorithm>
 
 #include "cache/kv_entry_state.h"
+#include "engine/step_loop.h"
 
 namespace ember {
 
-BatchedSession::BatchedSession(Engine& engine, BatchRunner& runner, PromptCache* cache, CachedSessionOptions options)
+BatchedSession::BatchedSession(Engine& engine, BatchRunner* runner, PromptCache* cache, CachedSessionOptions options)
     : engine_(engine), runner_(runner), cache_(cache, nullptr), opts_(std::move(options)) {}
 
-BatchedSession::BatchedSession(Engine& engine, BatchRunner& runner, TieredCache* tiers, CachedSessionOptions options)
+BatchedSession::BatchedSession(Engine& engine, BatchRunner* runner, TieredCache* tiers, CachedSessionOptions options)
     : engine_(engine), runner_(runner), cache_(tiers != nullptr ? &tiers->ram() : nullptr, tiers),
       opts_(std::move(options)) {}
 
@@ -19,7 +20,7 @@ double BatchedSession::Now() const {
 }
 
 StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, const TokenCallback& on_token) {
-  if (req.prompt.empty()) return InvalidArgument("batched session: empty prompt");
+  if (req.prompt.empty()) return InvalidArgument("session: empty prompt");
   const double t0 = Now();
   WriteQueue::Foreground foreground;  // the cold tier's writer yields while this request generates
   if (cache_.tiers() != nullptr) foreground = cache_.tiers()->ForegroundScope();
@@ -62,7 +63,8 @@ StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, cons
     return on_token ? on_token(tok) : true;
   };
   // Run returns after the step thread's last use of the callbacks: what they wrote is visible here.
-  EMBER_ASSIGN_OR_RETURN(BatchJobResult br, runner_.Run(std::move(job)));
+  EMBER_ASSIGN_OR_RETURN(BatchJobResult br,
+                         runner_ != nullptr ? runner_->Run(std::move(job)) : RunAlone(engine_, std::move(job)));
   EMBER_RETURN_IF_ERROR(snapshot_status);
 
   // Step 3, on this thread.

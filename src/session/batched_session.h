@@ -1,10 +1,12 @@
-// CachedSession's contract, for many concurrent requests advancing together through a BatchRunner
-// (continuous batching, issue #16). Per request, on the CALLER's thread:
+// A request through the step loop with the prompt cache in front of it (docs/cache-spec.md §2, §4),
+// either through a BatchRunner shared by many concurrent requests (continuous batching, issues #16,
+// #30) or, without a runner, through a step loop of its own on the caller's thread (CachedSession:
+// the serial path is the same code with a batch of one). Per request, on the CALLER's thread:
 //
 //   1. the cache lookup and cold-tier restore decision, adopting the view or restored state, and RAM
 //      relief (SessionCache: the same code as CachedSession). These may do disk I/O, so they never run
 //      on the runner's step thread, which every running sequence waits on.
-//   2. BatchRunner::Run with share_key = the namespace: a prefix that another running sequence of the
+//   2. BatchRunner::Run (or RunAlone) with share_key = the namespace: a prefix that another running sequence of the
 //      same namespace is prefilling (or holds) is shared zero-copy instead of computed twice.
 //      When L - p >= snapshot_min_tokens (p: positions adopted from the cache), the on_prompt_done hook
 //      stores the prompt-only state at L - 1 as its own entry (§2.5), on the step thread: a zero-copy
@@ -32,10 +34,14 @@ namespace ember {
 
 class BatchedSession {
  public:
-  // cache may be null (no caching).
-  BatchedSession(Engine& engine, BatchRunner& runner, PromptCache* cache, CachedSessionOptions options = {});
+  // cache may be null (no caching). runner null: each request runs alone on its caller's thread.
+  BatchedSession(Engine& engine, BatchRunner* runner, PromptCache* cache, CachedSessionOptions options = {});
   // RAM + SSD: tiers->ram() is the RAM tier.
-  BatchedSession(Engine& engine, BatchRunner& runner, TieredCache* tiers, CachedSessionOptions options = {});
+  BatchedSession(Engine& engine, BatchRunner* runner, TieredCache* tiers, CachedSessionOptions options = {});
+  BatchedSession(Engine& engine, BatchRunner& runner, PromptCache* cache, CachedSessionOptions options = {})
+      : BatchedSession(engine, &runner, cache, std::move(options)) {}
+  BatchedSession(Engine& engine, BatchRunner& runner, TieredCache* tiers, CachedSessionOptions options = {})
+      : BatchedSession(engine, &runner, tiers, std::move(options)) {}
 
   StatusOr<SessionResult> Generate(const SessionRequest& req, const TokenCallback& on_token);
 
@@ -43,7 +49,7 @@ class BatchedSession {
   double Now() const;
 
   Engine& engine_;
-  BatchRunner& runner_;
+  BatchRunner* runner_;
   SessionCache cache_;
   CachedSessionOptions opts_;
 };

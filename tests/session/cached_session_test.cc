@@ -44,15 +44,24 @@ class CachedSessionTest : public ::testing::Test {
     EXPECT_TRUE(kv.Serialize(sink).ok());
     return XXH3_64bits(sink.bytes().data(), sink.bytes().size());
   }
-  // Logits after the whole prompt, through the session's Prepare (cache lookup and snapshot split).
-  static std::vector<float> PromptLogits(CachedSession& s, const SessionRequest& req, SessionResult* r) {
-    auto prep = s.Prepare(req, r);
-    EXPECT_TRUE(prep.ok());
-    const auto rest = std::span<const int32_t>(req.prompt).subspan(prep->pending);
-    auto logits = engine_->Prefill(*prep->seq, rest);
-    EXPECT_TRUE(logits.ok());
-    const size_t nv = static_cast<size_t>(engine_->model().config().n_vocab);
-    return std::vector<float>(*logits, *logits + nv);
+  // Greedy with every token's top logprobs: comparing them bitwise compares the logits' rankings and
+  // log-softmax values, row by row.
+  static SessionRequest LogprobReq(std::vector<int32_t> prompt, int max_tokens) {
+    SessionRequest r = Req(std::move(prompt), max_tokens);
+    r.generate.top_logprobs = kMaxTopLogprobs;
+    return r;
+  }
+  static bool SameLogprobs(const std::vector<TokenLogprobs>& a, const std::vector<TokenLogprobs>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].token != b[i].token || std::memcmp(&a[i].logprob, &b[i].logprob, sizeof(float)) != 0) return false;
+      if (a[i].top.size() != b[i].top.size()) return false;
+      for (size_t k = 0; k < a[i].top.size(); ++k) {
+        if (a[i].top[k].token != b[i].top[k].token ||
+            std::memcmp(&a[i].top[k].logprob, &b[i].top[k].logprob, sizeof(float)) != 0) return false;
+      }
+    }
+    return true;
   }
 
   PromptCache cache_{PromptCacheOptions{size_t{1} << 30, nullptr}};
@@ -84,24 +93,19 @@ TEST_F(CachedSessionTest, TenTurnConversationPrefillsOnlyNewTokens) {
 TEST_F(CachedSessionTest, CacheHitIsBitwiseEqualToColdRun) {
   const auto prompt = Cat(Ids(280, 2), Ids(40, 3));
   CachedSession cold(*engine_, nullptr);
-  SessionResult rc;
-  const auto cold_logits = PromptLogits(cold, Req(prompt), &rc);
-  EXPECT_EQ(rc.cached_tokens, 0);
-  auto cold_gen = cold.Generate(Req(prompt, 16), nullptr);
+  auto cold_gen = cold.Generate(LogprobReq(prompt, 16), nullptr);
   ASSERT_TRUE(cold_gen.ok());
+  EXPECT_EQ(cold_gen->cached_tokens, 0);
 
   CachedSession warm(*engine_, &cache_);
   // Seed the cache with a conversation sharing the first 280 tokens (a cold run >= 256: split at L - 1).
   ASSERT_TRUE(warm.Generate(Req(Cat(Ids(280, 2), Ids(30, 4))), nullptr).ok());
-  SessionResult rw;
-  const auto warm_logits = PromptLogits(warm, Req(prompt), &rw);
-  EXPECT_EQ(rw.cached_tokens, 280);
-  ASSERT_EQ(warm_logits.size(), cold_logits.size());
-  EXPECT_EQ(std::memcmp(warm_logits.data(), cold_logits.data(), cold_logits.size() * sizeof(float)), 0);
-  auto warm_gen = warm.Generate(Req(prompt, 16), nullptr);
+  auto warm_gen = warm.Generate(LogprobReq(prompt, 16), nullptr);
   ASSERT_TRUE(warm_gen.ok());
   EXPECT_EQ(warm_gen->cached_tokens, 280);
   EXPECT_EQ(warm_gen->gen.tokens, cold_gen->gen.tokens);
+  ASSERT_EQ(warm_gen->gen.logprobs.size(), 16u);
+  EXPECT_TRUE(SameLogprobs(warm_gen->gen.logprobs, cold_gen->gen.logprobs));
   // An exact repeat is served as P[:-1] + 1 token, with the same tokens again.
   auto again = warm.Generate(Req(prompt, 16), nullptr);
   ASSERT_TRUE(again.ok());
@@ -167,21 +171,20 @@ TEST_F(CachedSessionTest, EarlyStopLeavesExactTokens) {
 TEST_F(CachedSessionTest, PromptBoundarySnapshotOnLongColdPrefill) {
   CachedSession s(*engine_, &cache_);
   const auto prompt = Ids(260, 10);
-  SessionResult r;
-  auto prep = s.Prepare(Req(prompt), &r);
-  ASSERT_TRUE(prep.ok());
-  EXPECT_TRUE(r.snapshot_stored);
-  EXPECT_EQ(prep->pending, prompt.size() - 1);
+  auto r = s.Generate(Req(prompt, 1), nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->snapshot_stored);
+  // Two inserts: the snapshot at L - 1 and the put-back at L (the sampled token is never forwarded),
+  // which supersedes the snapshot (a fully trimmable prefix of it).
+  EXPECT_EQ(cache_.stats().inserts, 2u);
   auto entries = cache_.EntriesByRecency();
   ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(entries[0]->tokens, std::vector<int32_t>(prompt.begin(), prompt.end() - 1));
-  EXPECT_EQ(entries[0]->state->n_pos(), 259);
+  EXPECT_EQ(entries[0]->tokens, prompt);
   // A shorter cold run does not split.
-  SessionResult r2;
-  auto prep2 = s.Prepare(Req(Ids(200, 11)), &r2);
-  ASSERT_TRUE(prep2.ok());
-  EXPECT_FALSE(r2.snapshot_stored);
-  EXPECT_EQ(prep2->pending, 0u);
+  auto r2 = s.Generate(Req(Ids(200, 11), 1), nullptr);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_FALSE(r2->snapshot_stored);
+  EXPECT_EQ(cache_.stats().inserts, 3u);
 }
 
 // §1: nothing computed under one namespace seeds another; §2.7 bypass neither reads nor writes.
@@ -224,7 +227,7 @@ TEST_F(CachedSessionTest, HitCopiesAtMostThePartialTailBlock) {
 
 // A client that leaves while its prompt is prefilled: the request ends as cancelled, not with an error,
 // both when the rest of the prompt is short and when it is long enough for the prompt-boundary split
-// (which prefills in Prepare), and a cancelled request stores no snapshot.
+// (stored when the prompt's last row is done), and a cancelled request stores no snapshot.
 TEST_F(CachedSessionTest, CancelDuringPrefillEndsAsCancelled) {
   CachedSession s(*engine_, &cache_);
   const auto head = Ids(100, 16);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "session/cached_session.h"
 #include "cache/kv_entry_state.h"
@@ -43,16 +44,16 @@ class Gemma3CachedSessionTest : public ::testing::Test {
   static SessionRequest Req(std::vector<int32_t> prompt, int max_tokens = 8) {
     return session_test::GreedyRequest(std::move(prompt), max_tokens);
   }
-  // Logits after the whole prompt through Prepare (lookup + snapshot split) and the rest as one prefill.
-  static std::vector<float> PromptLogits(CachedSession& s, const SessionRequest& req, SessionResult* r) {
-    auto prep = s.Prepare(req, r);
-    EXPECT_TRUE(prep.ok()) << prep.status().ToString();
-    if (!prep.ok()) return {};
-    const auto rest = std::span<const int32_t>(req.prompt).subspan(prep->pending);
-    auto logits = engine_->Prefill(*prep->seq, rest);
-    EXPECT_TRUE(logits.ok());
-    const size_t nv = static_cast<size_t>(engine_->model().config().n_vocab);
-    return std::vector<float>(*logits, *logits + nv);
+  // The first token's distribution after the whole prompt, through the session; the entries that run
+  // added are removed again, so that probing never changes what later lookups find.
+  std::vector<float> PromptLogits(CachedSession& s, const SessionRequest& req, SessionResult* r) {
+    std::set<const CacheEntry*> before;
+    for (const auto& e : cache_.EntriesByRecency()) before.insert(e.get());
+    std::vector<float> out = session_test::FirstTokenDistribution(s, req, r);
+    for (const auto& e : cache_.EntriesByRecency()) {
+      if (!before.count(e.get())) cache_.Remove(e.get());
+    }
+    return out;
   }
   static bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

@@ -60,4 +60,23 @@ inline SessionRequest GreedyRequest(std::vector<int32_t> prompt, int max_tokens,
   return r;
 }
 
+// The first token's distribution after the whole prompt, through the session (lookup, restore, the
+// prompt-boundary snapshot, then the step loop): the sampled token and the top-20 alternatives with
+// their log-probabilities, as floats, so that two runs compare bitwise. Sets *r.
+inline std::vector<float> FirstTokenDistribution(CachedSession& s, SessionRequest req, SessionResult* r) {
+  req.generate.max_tokens = 1;
+  req.generate.top_logprobs = kMaxTopLogprobs;
+  auto out = s.Generate(req, nullptr);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok() || out->gen.logprobs.size() != 1) return {};
+  *r = *out;
+  const TokenLogprobs& lp = out->gen.logprobs[0];
+  std::vector<float> v{static_cast<float>(lp.token), lp.logprob};
+  for (const auto& t : lp.top) {
+    v.push_back(static_cast<float>(t.token));
+    v.push_back(t.logprob);
+  }
+  return v;
+}
+
 }  // namespace ember::session_test
