@@ -19,13 +19,15 @@ const port = Number(a.port), base = `http://127.0.0.1:${port}`;
 const median = (v) => { const s = [...v].sort((x, y) => x - y); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Words whose count approximates the token count; each call differs (no cache hit across calls).
+// Common English words, about one token each; each call orders them differently (the prompt cache is
+// off anyway, so nothing is served from an earlier call).
 let salt = 0;
+const vocab = ('river stone quiet lamp orbit maple signal copper meadow falcon garden winter paper ' +
+  'window silver harbor forest candle market thunder valley mirror bridge pocket').split(' ');
 function text(words) {
-  const vocab = ['river', 'stone', 'quiet', 'lamp', 'orbit', 'maple', 'signal', 'copper', 'meadow', 'falcon'];
   const out = [];
   salt += 1;
-  for (let i = 0; i < words; i++) out.push(vocab[(i * 7 + salt * 13 + (i >> 3)) % vocab.length] + ((i + salt) % 97));
+  for (let i = 0; i < words; i++) out.push(vocab[(i * 7 + salt * 13 + (i >> 3) + (i >> 6)) % vocab.length]);
   return out.join(' ');
 }
 
@@ -66,7 +68,7 @@ async function stream(prompt, maxTokens) {
 
 async function longAlone() {
   const t0 = performance.now();
-  const t = await stream(text(Number(a['prompt-tokens'])), 1);
+  const t = await stream(text(Math.round(Number(a['prompt-tokens']) / 1.083)), 1);  // ~1.08 tokens a word
   return t.length ? t[0] - t0 : NaN;
 }
 

@@ -63,7 +63,7 @@ async function ask(req) {
 
 test('the server starts with the batching settings and prints the KV budget', async () => {
   assert.match(server.stderr(), /ember: KV budget 256\.00 MiB \(--kv-budget\)/);
-  assert.match(server.stderr(), /ember: parallel 8 sequences per step, step tokens 64/);
+  assert.match(server.stderr(), /ember: parallel 8 sequences per step, step tokens 64, step target 150 ms/);
 });
 
 test('eight concurrent clients each get exactly their solo reply, streaming and not', async () => {
@@ -92,6 +92,36 @@ test('eight concurrent clients each get exactly their solo reply, streaming and 
   for (let i = 0; i < CLIENTS; i++) {
     assert.equal(again[i].text, solo[i].text, `client ${i}, third round`);
     assert.equal(again[i].usage.prompt_tokens_details.cached_tokens, again[i].usage.prompt_tokens - 1, `client ${i}`);
+  }
+});
+
+test('--parallel 1 gives the same replies as --parallel 8: one generation path', async () => {
+  // The serial server runs each request through the same step loop alone; greedy and seeded sampling,
+  // all eight sent at once (the serial one queues them).
+  const serial = await startServer(['--prompt-cache-bytes', '64M', '--no-ssd-cache', '--model-alias', 'tiny',
+                                    '--parallel', '1'], { model: model.path });
+  try {
+    const client = new OpenAI({ baseURL: `${serial.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const req = (i) => ({ ...request(i, i % 2 === 1, 'p1vs8'),
+                          ...(i % 3 === 0 ? { temperature: 0.9, seed: 1000 + i } : {}) });
+    const batched = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => ask(req(i))));
+    const alone = await Promise.all(Array.from({ length: CLIENTS }, async (_, i) => {
+      const r = req(i);
+      if (!r.stream) {
+        const c = await client.chat.completions.create(r);
+        return c.choices[0].message.content;
+      }
+      let text = '';
+      for await (const chunk of await client.chat.completions.create(r)) text += chunk.choices[0]?.delta?.content ?? '';
+      return text;
+    }));
+    for (let i = 0; i < CLIENTS; i++) {
+      assert.ok(batched[i].text.length > 0, `client ${i}: empty reply`);
+      assert.equal(alone[i], batched[i].text, `client ${i}: --parallel 1 and --parallel 8 differ`);
+    }
+  } finally {
+    const r = await serial.stop();
+    assert.equal(r.code, 0, serial.stderr());
   }
 });
 
@@ -126,7 +156,8 @@ test('a request whose KV could never fit the budget is a 400 naming the numbers'
 
 test('bad batching flags are refused with a clear error', async () => {
   for (const [flag, value, pattern] of [['--parallel', '0', /--parallel/], ['--parallel', '65', /--parallel/],
-                                        ['--step-tokens', '8', /--step-tokens/], ['--kv-budget', '0', /--kv-budget 0/],
+                                        ['--step-tokens', '8', /--step-tokens/], ['--step-ms', '-1', /--step-ms/],
+                                        ['--kv-budget', '0', /--kv-budget 0/],
                                         ['--kv-budget', 'lots', /byte size/]]) {
     await assert.rejects(startServer([flag, value, '--no-ssd-cache'], { model: model.path }), pattern,
                          `${flag} ${value}`);
