@@ -16,7 +16,12 @@ const { values: a } = parseArgs({ options: {
   'stream-tokens': { type: 'string', default: '400' } } });
 if (!a.model) { console.error('--model MODEL is required'); process.exit(2); }
 const port = Number(a.port), base = `http://127.0.0.1:${port}`;
-const median = (v) => { const s = [...v].sort((x, y) => x - y); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
+const median = (v) => {
+  const s = [...v].sort((x, y) => x - y);
+  if (!s.length) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Common English words, about one token each; each call orders them differently (the prompt cache is
@@ -112,11 +117,14 @@ for (let r = 0; r < Number(a.rounds); r++) {
     }
   }
 }
-console.log(`| setting | long TTFT alone | beside ${a.streams} streams | ratio | streams' median gap | longest gap | longest / median |`);
+// Ratios are taken per round (each round's alone and beside runs are on one server, minutes apart),
+// then the median over rounds: the machine's speed drifts between rounds more than within one.
+console.log(`| setting | long TTFT alone | beside ${a.streams} streams | ratio (median of rounds) | streams' median gap | longest gap | longest / median gap |`);
 console.log('|---|---|---|---|---|---|---|');
 for (const s of settings) {
   const r = rows[s];
-  const al = median(r.alone), be = median(r.beside), md = median(r.median), lg = median(r.longest);
-  console.log(`| ${s} | ${al.toFixed(0)} ms | ${be.toFixed(0)} ms | ${(be / al).toFixed(2)} | ${md.toFixed(0)} ms | ` +
-    `${lg.toFixed(0)} ms | ${(lg / md).toFixed(1)} |`);
+  const ratio = median(r.beside.map((b, i) => b / r.alone[i]));
+  const spread = median(r.longest.map((l, i) => l / r.median[i]));
+  console.log(`| ${s} | ${median(r.alone).toFixed(0)} ms | ${median(r.beside).toFixed(0)} ms | ${ratio.toFixed(2)} | ` +
+    `${median(r.median).toFixed(0)} ms | ${median(r.longest).toFixed(0)} ms | ${spread.toFixed(1)} |`);
 }
