@@ -162,7 +162,9 @@ class Engine {
   // Teacher-forced: forwards tokens and appends every position's logits (n × n_vocab) to *out.
   // Needs a sequence made with all_logits.
   Status Evaluate(Sequence& seq, std::span<const int32_t> tokens, int64_t ubatch, std::vector<float>* out);
-  // Prefills `prompt`, then samples up to max_tokens, forwarding each token but the last one.
+  // Prefills `prompt`, then samples up to max_tokens, forwarding each token but the last one: one
+  // sequence through the step loop on this thread (engine/step_loop.h RunAlone), so it samples exactly as
+  // a sequence of the batch runner does. Leaves last_logits() as it was (the step keeps its own logits).
   StatusOr<GenerateResult> Generate(Sequence& seq, std::span<const int32_t> prompt, const GenerateOptions& options,
                                     const TokenCallback& on_token);
 
