@@ -147,8 +147,10 @@ void StepLoop::RunStep(const StepPlan& plan) {
   std::unordered_map<uint64_t, GenSequence*> by_id;
   for (auto& a : active_) by_id[a->order()] = a.get();
   std::vector<StepSlice> slices;
+  std::vector<GenSequence*> owners;  // per slice
   for (const StepPlan::Slice& s : plan.slices) {
     GenSequence& a = *by_id.at(s.id);
+    owners.push_back(&a);
     if (s.decode) {
       slices.push_back({&a.seq(), a.decode_tokens(), true, a.draft_rows() > 0});
     } else {
@@ -170,21 +172,19 @@ void StepLoop::RunStep(const StepPlan& plan) {
   } catch (...) {
     step_status = Internal("step failed");
   }
-  Dispatch(plan, slices, step_status, status, static_cast<double>(env_->MonotonicMicros() - t0) / 1e6);
+  Dispatch(plan, owners, step_status, status, static_cast<double>(env_->MonotonicMicros() - t0) / 1e6);
 }
 
 // Every sequence in the step samples its rows; the step's time (forward and sampling) is split over
 // the prompt rows for the prefill rate, and teaches the cost model.
-void StepLoop::Dispatch(const StepPlan& plan, const std::vector<StepSlice>& slices, const Status& step_status,
+void StepLoop::Dispatch(const StepPlan& plan, const std::vector<GenSequence*>& owners, const Status& step_status,
                         const std::vector<Status>& status, double forward_s) {
-  std::unordered_map<uint64_t, GenSequence*> by_id;
-  for (auto& a : active_) by_id[a->order()] = a.get();
   const int64_t t0 = env_->MonotonicMicros();
   const int64_t n_vocab = engine_.model().config().n_vocab;
   const double per_row = forward_s / static_cast<double>(std::max<int64_t>(plan.shape.rows, 1));
   uint64_t accepted = 0;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    GenSequence& a = *by_id.at(plan.slices[i].id);
+  for (size_t i = 0; i < owners.size(); ++i) {
+    GenSequence& a = *owners[i];
     if (!step_status.ok() || !status[i].ok()) {
       a.Fail(step_status.ok() ? status[i] : step_status);
     } else if (plan.slices[i].decode) {
@@ -205,7 +205,7 @@ void StepLoop::Dispatch(const StepPlan& plan, const std::vector<StepSlice>& slic
     if (s.decode) c.draft_rows += static_cast<uint64_t>(s.rows - 1);
   }
   c.draft_accepted += accepted;
-  c.occupancy_sum += slices.size();
+  c.occupancy_sum += owners.size();
   c.step_seconds += step_s;
   c.last_step_ms = step_s * 1e3;
   c.last_predicted_ms = plan.predicted_ms;

@@ -72,7 +72,7 @@ class StepLoop {
   std::vector<std::shared_ptr<GenSequence>> ReleaseFinished();
   std::vector<PlannedSeq> Describe();
   void RunStep(const StepPlan& plan);
-  void Dispatch(const StepPlan& plan, const std::vector<StepSlice>& slices, const Status& step_status,
+  void Dispatch(const StepPlan& plan, const std::vector<GenSequence*>& owners, const Status& step_status,
                 const std::vector<Status>& status, double seconds);
 
   Engine& engine_;
