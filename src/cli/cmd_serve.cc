@@ -307,7 +307,7 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
       ->capture_default_str()->envname("EMBER_MAX_QUEUE");
   cmd->add_option("--parallel", o->parallel,
                   "Generations advancing together, one forward pass per step over all of them (continuous "
-                  "batching); 1 = one at a time (the serial path)")
+                  "batching); 1 = one at a time")
       ->capture_default_str()->check(CLI::Range(1, server::kMaxParallel))->envname("EMBER_PARALLEL");
   cmd->add_option("--step-tokens", o->step_tokens,
                   "Prompt tokens a step may forward beside the running sequences' decode tokens (chunked "

@@ -13,6 +13,7 @@ struct BatchRunner::Active {
   std::shared_ptr<GenSequence> gen;
   uint64_t id = 0;          // arrival order (the queue's)
   bool released = false;    // Run() may return (guarded by mu_)
+  bool memory_blocked = false;  // refused for memory at the queue's head (guarded by mu_)
 };
 
 BatchRunner::BatchRunner(Engine& engine, BatchRunnerOptions options)
@@ -21,6 +22,7 @@ BatchRunner::BatchRunner(Engine& engine, BatchRunnerOptions options)
   opts_.step_tokens = std::max<int64_t>(1, opts_.step_tokens);
   opts_.draft_rows_per_step = std::max(0, opts_.draft_rows_per_step);
   opts_.kv_budget_bytes = std::max<int64_t>(0, opts_.kv_budget_bytes);
+  opts_.memory_poll_micros = std::max<int64_t>(1000, opts_.memory_poll_micros);
   st_.max_seqs = opts_.max_seqs;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -40,7 +42,14 @@ BatchRunnerStats BatchRunner::stats() const {
   MutexLock lock(&mu_);
   BatchRunnerStats s = st_;
   s.waiting = static_cast<int>(waiting_.size());
+  if (waiting_.empty()) s.waiting_for_memory = 0;  // the head it counted was cancelled
   return s;
+}
+
+int64_t BatchRunner::OutsideBytes() const { return opts_.kv_outside_bytes ? opts_.kv_outside_bytes() : 0; }
+
+int64_t BatchRunner::OutsideRoomLocked(int64_t kv_bytes) const {
+  return opts_.kv_budget_bytes - st_.kv_reserved_bytes - kv_bytes;
 }
 
 StatusOr<BatchJobResult> BatchRunner::Run(BatchJob job) {
@@ -51,27 +60,74 @@ StatusOr<BatchJobResult> BatchRunner::Run(BatchJob job) {
   }
   auto a = std::make_shared<Active>();
   a->gen = std::make_shared<GenSequence>(std::move(job), env_);
+  const BatchJob& j = a->gen->job();
+  if (opts_.kv_budget_bytes > 0 && j.make_room) {  // room first, so a fitting job is admitted at once
+    int64_t room = 0;
+    {
+      MutexLock lock(&mu_);
+      room = OutsideRoomLocked(j.kv_bytes);
+    }
+    if (room >= 0 && OutsideBytes() > room) j.make_room(room);
+  }
   MutexLock lock(&mu_);
   if (stopping_) return FailedPrecondition("batch: the runner is shutting down");
   a->id = next_id_++;
   waiting_.push_back(a);
   cv_.SignalAll();
-  while (!a->released) cv_.Wait(&mu_);
+  AwaitRelease(a);
   if (!a->gen->status().ok()) return a->gen->status();
   return std::move(a->gen->result());
 }
 
-std::vector<std::shared_ptr<BatchRunner::Active>> BatchRunner::AdmitLocked(int running) {
+void BatchRunner::AwaitRelease(const std::shared_ptr<Active>& a) {
+  while (!a->released) {
+    auto queued = std::find(waiting_.begin(), waiting_.end(), a);
+    if (queued == waiting_.end()) {  // holding a slot: the step thread releases it
+      cv_.Wait(&mu_);
+      continue;
+    }
+    if (a->gen->cancel_requested()) {  // left while queued: nothing ran, nothing to release
+      waiting_.erase(queued);
+      a->gen->Cancel();
+      a->released = true;
+      ++st_.cancelled;
+      cv_.SignalAll();  // the next job may be the head now
+      return;
+    }
+    const BatchJob& j = a->gen->job();
+    const int64_t room = OutsideRoomLocked(j.kv_bytes);
+    if (a->memory_blocked && j.make_room && room >= 0) {
+      // Unlocked: shrinking the cache may write to disk; the step thread admits meanwhile.
+      mu_.Unlock();
+      j.make_room(room);
+      mu_.Lock();
+      cv_.SignalAll();  // the step thread retries the admission
+    }
+    (void)env_->WaitUntil(&cv_, &mu_, env_->MonotonicMicros() + opts_.memory_poll_micros);
+  }
+}
+
+std::vector<std::shared_ptr<BatchRunner::Active>> BatchRunner::AdmitLocked(int running, int64_t outside) {
   std::vector<QueuedSeq> queue;
   for (const auto& w : waiting_) queue.push_back({w->id, w->gen->job().kv_bytes});
   StepBudget budget;
   budget.max_seqs = opts_.max_seqs;
-  if (opts_.kv_budget_bytes > 0) budget.kv_free_bytes = opts_.kv_budget_bytes - st_.kv_reserved_bytes;
+  if (opts_.kv_budget_bytes > 0) budget.kv_free_bytes = opts_.kv_budget_bytes - st_.kv_reserved_bytes - outside;
   const QueueAdmission adm = AdmitFromQueue(queue, running, budget);
   std::vector<std::shared_ptr<Active>> admitted(waiting_.begin(), waiting_.begin() + static_cast<long>(adm.admitted.size()));
   waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<long>(adm.admitted.size()));
+  for (const auto& x : admitted) {
+    if (x->gen->job().kv_bytes <= 0) continue;
+    ++st_.kv_admitted;
+    ++st_.kv_reservations;
+  }
   st_.kv_reserved_bytes += adm.kv_bytes;
   running_.insert(running_.end(), admitted.begin(), admitted.end());
+  st_.waiting_for_memory = adm.head_blocked_by_memory ? 1 : 0;
+  if (adm.head_blocked_by_memory && !waiting_.front()->memory_blocked) {
+    waiting_.front()->memory_blocked = true;
+    ++st_.admission_waits;
+  }
   return admitted;
 }
 
@@ -86,6 +142,7 @@ void BatchRunner::NoteTurnLocked(const StepLoop& loop, const std::vector<std::sh
     }
     st_.shared_tokens += static_cast<uint64_t>(g->result().shared_tokens);
     st_.kv_reserved_bytes -= g->job().kv_bytes;
+    if (g->job().kv_bytes > 0) --st_.kv_reservations;
     auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& a) { return a->gen == g; });
     if (it != running_.end()) {
       (*it)->released = true;
@@ -122,12 +179,18 @@ void BatchRunner::Loop() {
   so.env = env_;
   StepLoop loop(engine_, so);
   while (true) {
+    const int64_t outside = OutsideBytes();  // before the lock: it may take the cache's
     std::vector<std::shared_ptr<Active>> admitted;
     {
       MutexLock lock(&mu_);
-      while (loop.empty() && waiting_.empty() && !stopping_) cv_.Wait(&mu_);
       if (loop.empty() && waiting_.empty() && stopping_) return;
-      admitted = AdmitLocked(static_cast<int>(loop.active().size()));
+      admitted = AdmitLocked(static_cast<int>(loop.active().size()), outside);
+      if (loop.empty() && admitted.empty()) {
+        // Idle, or the head waits for memory: an arrival, a cancellation, a lane that made room (each
+        // signals) or stopping wakes it, and the budget is read again.
+        cv_.Wait(&mu_);
+        continue;
+      }
     }
     for (auto& a : admitted) loop.Add(a->gen);
     const std::vector<std::shared_ptr<GenSequence>> released = loop.Turn();

@@ -9,9 +9,13 @@
 // budget and speculative decoding, and because the forward pass is batch invariant its tokens and logits
 // are bitwise those of running it alone (the tests compare).
 //
-// Admission: FIFO over one queue (engine/step_planner.h AdmitFromQueue): a job takes a slot when one is
-// free and, with a KV budget, when its reservation (BatchJob::kv_bytes) fits beside those of the
-// running jobs; a job that does not fit keeps everyone behind it waiting.
+// Admission: FIFO over one queue (engine/step_planner.h AdmitFromQueue), the server's only admission
+// rule: a job takes a slot when one is free and, with a KV budget, when its reservation
+// (BatchJob::kv_bytes) fits beside those of the running jobs and what the budget holds outside them
+// (kv_outside_bytes: the RAM prompt cache); a job that does not fit keeps everyone behind it waiting.
+// Making room (shrinking the cache: disk writes) is the waiting job's Run() caller's work
+// (BatchJob::make_room, every memory_poll_micros), never the step thread's. A job cancelled while it
+// waits for a slot leaves the queue within one poll.
 //
 // Grammar masks (grammar/mask_budget.h): before each step a constrained sequence spends at most
 // kMaskStepWork units on its next mask; one not ready by then sits the step out and goes on next step,
@@ -52,8 +56,14 @@ struct BatchRunnerOptions {
   // Step time target while any sequence decodes (--step-ms): prompt chunks are cut so a step's predicted
   // time stays near it (engine/step_cost.h). 0: rows only.
   double step_ms = 0;
-  // Σ BatchJob::kv_bytes of the jobs holding slots; a job that would exceed it waits (FIFO). 0: no limit.
+  // Σ BatchJob::kv_bytes of the jobs holding slots + kv_outside_bytes(); a job that would exceed it
+  // waits (FIFO). 0: no limit.
   int64_t kv_budget_bytes = 0;
+  // What the budget holds besides the reservations (the RAM cache's resident bytes), read before each
+  // admission; may lock the cache, never the runner. Null: nothing.
+  std::function<int64_t()> kv_outside_bytes;
+  // How often a queued job's Run() re-checks cancellation and, while refused for memory, makes room.
+  int64_t memory_poll_micros = 50'000;
 };
 
 struct BatchRunnerStats {
@@ -72,6 +82,10 @@ struct BatchRunnerStats {
   uint64_t mask_waits = 0;       // times a sequence sat out a step (or ended a verify walk) for its grammar mask
   uint64_t occupancy_sum = 0;    // Σ sequences per step (mean occupancy = occupancy_sum / steps / max_seqs)
   int64_t kv_reserved_bytes = 0; // Σ kv_bytes of the jobs holding slots
+  int kv_reservations = 0;       // jobs holding slots with kv_bytes > 0
+  uint64_t kv_admitted = 0;      // jobs admitted with kv_bytes > 0
+  int waiting_for_memory = 0;    // 1 while the queue's head is refused for memory (the rest wait behind it)
+  uint64_t admission_waits = 0;  // jobs refused for memory at least once before their admission
   double step_seconds = 0;       // Σ step wall time (forward + sampling)
   double last_step_ms = 0;
   double last_predicted_ms = 0;  // the step cost model's estimate of the last step (0: not fitted yet)
@@ -101,8 +115,14 @@ class BatchRunner {
  private:
   struct Active;
   void Loop() EXCLUDES(mu_);
-  // Under mu_: moves the jobs the admission rule lets in from waiting_ to running_.
-  std::vector<std::shared_ptr<Active>> AdmitLocked(int running) REQUIRES(mu_);
+  // Under mu_: moves the jobs the admission rule lets in from waiting_ to running_; `outside`: the
+  // budget's bytes outside the reservations, read before the lock.
+  std::vector<std::shared_ptr<Active>> AdmitLocked(int running, int64_t outside) REQUIRES(mu_);
+  // Run()'s wait for its job's release: polls cancellation while queued and makes room while refused.
+  void AwaitRelease(const std::shared_ptr<Active>& a) REQUIRES(mu_);
+  // What the budget may hold outside the reservations for `kv_bytes` more to fit; < 0: cannot fit now.
+  int64_t OutsideRoomLocked(int64_t kv_bytes) const REQUIRES(mu_);
+  int64_t OutsideBytes() const;
   void NoteTurnLocked(const StepLoop& loop, const std::vector<std::shared_ptr<GenSequence>>& released)
       REQUIRES(mu_);
 
@@ -114,6 +134,7 @@ class BatchRunner {
   std::vector<std::shared_ptr<Active>> waiting_ GUARDED_BY(mu_);  // FIFO, not yet given a slot
   std::vector<std::shared_ptr<Active>> running_ GUARDED_BY(mu_);  // holding slots, admission order
   bool stopping_ GUARDED_BY(mu_) = false;
+  bool head_blocked_ GUARDED_BY(mu_) = false;  // the last admission refused waiting_.front() for memory
   uint64_t next_id_ GUARDED_BY(mu_) = 0;
   BatchRunnerStats st_ GUARDED_BY(mu_);
   std::thread thread_;

@@ -24,6 +24,10 @@ struct BatchJob {
   GenerateOptions options;               // max_tokens, sampling, cancel, top_logprobs, on_logprobs, stop_at_eog
   std::string share_key;                 // sequences with equal non-empty keys may share in-flight prefixes
   int64_t kv_bytes = 0;                  // KV this job reserves while it holds a slot (admission; 0: none)
+  // On Run()'s caller thread, never the step thread (it may write to disk): shrink what the KV budget
+  // holds besides the running jobs' reservations (the RAM prompt cache) to at most `outside_bytes`, so
+  // this job fits. Called before the job is queued and on every memory poll while it waits for memory.
+  std::function<void(int64_t outside_bytes)> make_room;
   // Step thread, once: after the last prompt position is forwarded, before the first token is sampled
   // (the session layer stores its prompt-boundary cache entry here).
   std::function<void(const Sequence&)> on_prompt_done;

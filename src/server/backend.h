@@ -6,8 +6,9 @@
 //   * model_id(), context_length(), Tokenize(), Detokenize(), ApplyChatTemplate() and Stats() may be
 //     called concurrently from any HTTP worker thread, also while Generate() runs.
 //   * Generate() is called from at most max_parallel() threads at once (the scheduler's lanes); with
-//     max_parallel() == 1, from one thread at a time. Each call is admitted first (TryAdmit) and holds
-//     its Admission (GenerationRequest::admission) until Generate returns.
+//     max_parallel() == 1, from one thread at a time. Memory admission happens inside Generate (the
+//     backend's one queue: a call whose KV does not fit yet waits there, in arrival order, and returns
+//     kCancelled promptly if its request is cancelled meanwhile); memory_waits() reports it.
 //   * FlushCache() may be called concurrently with anything; it makes the prefix cache durable.
 // No method throws; errors are values (util/status.h).
 #pragma once
@@ -90,8 +91,6 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias added to its logit
 };
 
-class Admission;
-
 struct GenerationRequest {
   std::vector<int32_t> prompt;       // already templated and tokenized
   SamplingParams sampling;
@@ -104,9 +103,6 @@ struct GenerationRequest {
   std::string cache_salt;
   // The scheduler lane running it (0..max_parallel()-1; -1 outside the scheduler): per-lane stats.
   int32_t lane = -1;
-  // The ticket TryAdmit gave this generation (null outside the scheduler); valid for the whole Generate
-  // call, so the backend can adjust what it holds (e.g. give back what the prefix cache supplied).
-  Admission* admission = nullptr;
   // Set by the server when the client went away or the server is shutting down; Generate() polls it
   // between tokens and returns promptly (finish reason kCancelled). Outlives the Generate() call.
   const std::atomic<bool>* cancel = nullptr;
@@ -193,11 +189,10 @@ struct BackendStats {
   std::vector<LaneStats> lanes;
 };
 
-// What an admitted generation holds (its share of the KV budget) until Generate returns; released by
-// destruction.
-class Admission {
- public:
-  virtual ~Admission() = default;
+// Memory admission as the backend's queue sees it (/stats `queue`).
+struct MemoryWaits {
+  size_t waiting = 0;    // 0 or 1: the oldest waiting generation, refused for memory (FIFO keeps the rest behind it)
+  uint64_t waits = 0;    // generations that had to wait for memory at least once
 };
 
 class InferenceBackend {
@@ -245,13 +240,8 @@ class InferenceBackend {
     (void)grammar;
     return Status::Ok();
   }
-  // Reserves what `req` needs to run now — after making room by evicting or demoting prefix-cache
-  // entries if that suffices — or returns null when it must wait (the scheduler keeps it queued and
-  // tries again when a generation ends or shortly after). Scheduler thread.
-  virtual std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) {
-    (void)req;
-    return std::make_unique<Admission>();
-  }
+  // Generate() calls now waiting inside the backend for KV memory, and how many ever did. Any thread.
+  virtual MemoryWaits memory_waits() const { return {}; }
   // Makes cached state durable (SSD tier) — called on shutdown and by POST /admin/cache/flush.
   virtual Status FlushCache() = 0;
 };

@@ -1,8 +1,9 @@
 // The real engine behind the HTTP layer: Engine (model, tokenizer, forward pass) + the prompt cache (RAM,
 // and the SSD cold tier unless disabled) through TieredCache, and the KV budget (session/kv_budget.h).
-// --parallel 1: Generate() runs CachedSession on the scheduler's one lane, exactly the serial path.
-// --parallel N > 1: the scheduler runs N lanes; each Generate() goes through BatchedSession into one
-// BatchRunner whose step thread advances up to N sequences per forward pass. The other methods only
+// The scheduler runs --parallel lanes; each Generate() does its cache I/O on its lane (BatchedSession)
+// and submits the job to one BatchRunner, whose step thread advances up to --parallel sequences per
+// forward pass and whose queue is the only memory admission (a batch of one at --parallel 1, the same
+// step loop `ember generate` runs alone). The other methods only
 // read immutable state (tokenizer, parsed template) or take the caches' and the budget's own locks.
 #include "server/engine_backend.h"
 
@@ -17,7 +18,6 @@
 #include "cache/cache_namespace.h"
 #include "cache/cache_options.h"
 #include "session/batched_session.h"
-#include "session/cached_session.h"
 #include "session/kv_budget.h"
 #include "cache/prompt_cache.h"
 #include "tiered/tiered_cache.h"
@@ -107,17 +107,6 @@ SamplerParams ToSampler(const SamplingParams& s) {
   return p;
 }
 
-// What an admitted generation holds: its KV reservation. The scheduler hands it back to Generate as
-// GenerationRequest::admission.
-class BudgetAdmission final : public Admission {
- public:
-  explicit BudgetAdmission(std::unique_ptr<KvBudget::Reservation> r) : reservation_(std::move(r)) {}
-  KvBudget::Reservation* reservation() const { return reservation_.get(); }
-
- private:
-  std::unique_ptr<KvBudget::Reservation> reservation_;
-};
-
 struct BatchConfig {
   int parallel = 1;
   int64_t step_tokens = 256;
@@ -147,24 +136,28 @@ class EngineBackend final : public InferenceBackend {
         budget_(KvBudgetOptions{batch.kv_budget_bytes, KvBytesPerPosition(engine_->kv_config()),
                                 engine_->kv_config().block_size},
                 tiers_.get()),
-        session_(*engine_, tiers_.get()), lanes_(static_cast<size_t>(std::max(parallel_, 1))) {
+        lanes_(static_cast<size_t>(std::max(parallel_, 1))) {
     max_token_bytes_ = LongestPiece(*engine_->tokenizer());
     for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i].lane = static_cast<int32_t>(i);
     spec_.draft_engine = draft_.get();
-    if (parallel_ > 1) {
-      BatchRunnerOptions bo;
-      bo.max_seqs = parallel_;
-      bo.step_tokens = batch.step_tokens;
-      bo.step_ms = batch.step_ms;
-      // Drafted rows per step: room for four sequences' full drafts (none when speculation is off).
-      bo.draft_rows_per_step = spec_.enabled() ? 4 * spec_.draft_max : 0;
-      runner_ = std::make_unique<BatchRunner>(*engine_, bo);
-      batched_ = std::make_unique<BatchedSession>(*engine_, *runner_, tiers_.get());
-    }
+    // One runner whatever --parallel is (a batch of one at --parallel 1): its queue is the only place a
+    // generation waits for memory (docs/batching.md).
+    BatchRunnerOptions bo;
+    bo.max_seqs = std::max(parallel_, 1);
+    bo.step_tokens = batch.step_tokens;
+    bo.step_ms = batch.step_ms;
+    // Drafted rows per step: room for four sequences' full drafts (none when speculation is off).
+    bo.draft_rows_per_step = spec_.enabled() ? 4 * spec_.draft_max : 0;
+    bo.kv_budget_bytes = static_cast<int64_t>(budget_.budget_bytes());
+    bo.kv_outside_bytes = [b = &budget_] { return static_cast<int64_t>(b->CacheBytes()); };
+    runner_ = std::make_unique<BatchRunner>(*engine_, bo);
+    CachedSessionOptions so;
+    so.budget = &budget_;
+    batched_ = std::make_unique<BatchedSession>(*engine_, *runner_, tiers_.get(), so);
   }
   ~EngineBackend() override {
     batched_.reset();
-    if (runner_) runner_->Shutdown();  // the server cancelled or drained every generation before this
+    runner_->Shutdown();  // the server cancelled or drained every generation before this
   }
 
   int max_parallel() const override { return parallel_; }
@@ -175,7 +168,10 @@ class EngineBackend final : public InferenceBackend {
     return budget_.CheckAdmissible(static_cast<int64_t>(req.prompt.size()), req.max_tokens);
   }
 
-  std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override;
+  MemoryWaits memory_waits() const override {
+    const BatchRunnerStats st = runner_->stats();
+    return {static_cast<size_t>(st.waiting_for_memory), st.admission_waits};
+  }
 
   std::string model_id() const override { return id_; }
   std::string chat_template() const override { return Template(); }
@@ -233,10 +229,6 @@ class EngineBackend final : public InferenceBackend {
     sr.generate.sampling = ToSampler(req.sampling);
     sr.generate.cancel = req.cancel;
     sr.generate.speculative = spec_;
-    // The admitted reservation counted the whole prompt; what the cache supplies is the cache's memory.
-    if (const auto* a = dynamic_cast<const BudgetAdmission*>(req.admission); a != nullptr) {
-      sr.on_lookup = [res = a->reservation()](int64_t cached) { res->NoteCached(cached); };
-    }
     const Tokenizer& tok = *engine_->tokenizer();
     // The engine hands each token's logprobs over just before the token itself (same thread).
     TokenLogprobs pending;
@@ -262,7 +254,7 @@ class EngineBackend final : public InferenceBackend {
       matcher = std::make_unique<grammar::GrammarMatcher>(req.grammar, GrammarVocabulary());
       sr.generate.constraint = matcher.get();
     }
-    auto r = batched_ ? batched_->Generate(sr, cb) : session_.Generate(sr, cb);
+    auto r = batched_->Generate(sr, cb);
     if (!r.ok()) return r.status();
     NoteLane(req.lane, *r);
     out->cached_tokens = static_cast<int32_t>(r->cached_tokens);
@@ -325,9 +317,10 @@ class EngineBackend final : public InferenceBackend {
                   {"superseded", static_cast<double>(s.superseded)}, {"replaced", static_cast<double>(s.replaced)}};
     b.cache_tiers.push_back(std::move(ram));
     if (tiers_->cold_enabled()) b.cache_tiers.push_back(SsdTierStats(tiers_->stats()));
-    std::vector<StatValue> kv = BudgetValues(budget_.stats());
-    if (runner_) {
-      b.batch_values = BatchValues(runner_->stats());
+    const BatchRunnerStats rs = runner_->stats();
+    std::vector<StatValue> kv = BudgetValues(budget_.stats(), rs);
+    if (parallel_ > 1) {
+      b.batch_values = BatchValues(rs);
       b.batch_values.insert(b.batch_values.end(), kv.begin(), kv.end());
     } else {
       b.engine_values.insert(b.engine_values.end(), kv.begin(), kv.end());  // serial: no batch section
@@ -434,12 +427,13 @@ class EngineBackend final : public InferenceBackend {
             counter("failed", s.failed), counter("cancelled", s.cancelled)};
   }
 
-  static std::vector<StatValue> BudgetValues(const KvBudgetStats& s) {
+  // The budget's arithmetic is KvBudget's, its admissions the runner's (its queue is the only one).
+  static std::vector<StatValue> BudgetValues(const KvBudgetStats& s, const BatchRunnerStats& r) {
     auto gauge = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), false}; };
     auto counter = [](const char* n, auto v) { return StatValue{n, static_cast<double>(v), true}; };
-    return {gauge("kv_budget_bytes", s.budget_bytes), gauge("kv_reserved_bytes", s.reserved_bytes),
-            gauge("kv_cache_bytes", s.cache_bytes), gauge("kv_reservations", s.live),
-            counter("kv_admitted", s.admitted), counter("kv_deferred", s.deferred),
+    return {gauge("kv_budget_bytes", s.budget_bytes), gauge("kv_reserved_bytes", r.kv_reserved_bytes),
+            gauge("kv_cache_bytes", s.cache_bytes), gauge("kv_reservations", r.kv_reservations),
+            counter("kv_admitted", r.kv_admitted), counter("kv_deferred", r.admission_waits),
             counter("kv_cache_shrinks", s.shrinks)};
   }
 
@@ -464,7 +458,6 @@ class EngineBackend final : public InferenceBackend {
   double flush_timeout_s_;
   const int parallel_;
   KvBudget budget_;
-  CachedSession session_;
   mutable Mutex lanes_mu_;
   std::vector<LaneStats> lanes_ GUARDED_BY(lanes_mu_);
   Mutex vocab_mu_;
@@ -474,11 +467,6 @@ class EngineBackend final : public InferenceBackend {
   std::string template_override_;  // --chat-template-file; "" = the model's own
 };
 
-std::unique_ptr<Admission> EngineBackend::TryAdmit(const GenerationRequest& req) {
-  std::unique_ptr<KvBudget::Reservation> r = budget_.TryReserve(static_cast<int64_t>(req.prompt.size()), req.max_tokens);
-  if (!r) return nullptr;  // wait: a running generation must end first
-  return std::make_unique<BudgetAdmission>(std::move(r));
-}
 
 // --parallel, --step-tokens and --kv-budget checked against the loaded engine, with the default budget
 // filled in; prints the "ember: ..." lines that say what is in effect.
@@ -526,7 +514,7 @@ StatusOr<BatchConfig> BatchConfigFor(const ServeOptions& o, const Engine& engine
                static_cast<unsigned long long>(per_pos > 0 ? c.kv_budget_bytes / per_pos : 0),
                static_cast<unsigned long long>(per_pos));
   if (c.parallel == 1) {
-    std::fprintf(stderr, "ember: parallel 1: one generation at a time (serial path)\n");
+    std::fprintf(stderr, "ember: parallel 1: one generation at a time (a batch of one)\n");
   } else {
     std::fprintf(stderr, "ember: parallel %d sequences per step, step tokens %lld, step target %s\n", c.parallel,
                  static_cast<long long>(c.step_tokens),

@@ -1,5 +1,6 @@
 // The factory `ember serve MODEL` calls: loads the Engine, opens the TieredCache (RAM, and the SSD tier
-// unless disabled or refused) and serves Generate through CachedSession (engine_backend.cc).
+// unless disabled or refused) and serves Generate through BatchedSession and one BatchRunner
+// (engine_backend.cc).
 #pragma once
 
 #include <memory>

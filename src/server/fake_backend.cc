@@ -70,17 +70,6 @@ TokenEvent MakeEvent(const GenerationRequest& req, const std::string& piece, siz
 
 }  // namespace
 
-// The budget a request holds while it runs, returned to the backend on destruction.
-class FakeBackend::FakeAdmission final : public Admission {
- public:
-  FakeAdmission(FakeBackend* backend, int64_t tokens) : backend_(backend), tokens_(tokens) {}
-  ~FakeAdmission() override { backend_->ReleaseKv(tokens_); }
-
- private:
-  FakeBackend* const backend_;
-  const int64_t tokens_;
-};
-
 namespace {
 
 int64_t KvTokensOf(const GenerationRequest& req) {
@@ -102,21 +91,62 @@ Status FakeBackend::CheckAdmissible(const GenerationRequest& req) const {
                          ") but the KV budget is " + std::to_string(options_.kv_budget_tokens) + " tokens");
 }
 
-std::unique_ptr<Admission> FakeBackend::TryAdmit(const GenerationRequest& req) {
-  const int64_t need = KvTokensOf(req);
+bool FakeBackend::AwaitKv(const GenerationRequest& req, int64_t need) {
+  Env* env = options_.env != nullptr ? options_.env : Env::Default();
+  const auto cancelled = [&req] { return req.cancel != nullptr && req.cancel->load(); };
   MutexLock lock(&mu_);
-  if (options_.kv_budget_tokens > 0 && kv_used_ + need > options_.kv_budget_tokens) {
-    ++refused_;
-    return nullptr;
+  const uint64_t ticket = next_ticket_++;
+  kv_queue_.push_back({ticket, req.cancel});
+  bool refused_once = false;
+  while (true) {
+    const bool head = kv_queue_.front().ticket == ticket;
+    if (cancelled()) {  // left while waiting: nothing ran, nothing to release
+      kv_queue_.erase(std::find_if(kv_queue_.begin(), kv_queue_.end(),
+                                   [ticket](const KvWaiter& w) { return w.ticket == ticket; }));
+      if (head) head_refused_ = false;
+      kv_cv_.SignalAll();  // the next call may be the head now
+      return false;
+    }
+    if (head) {
+      if (options_.kv_budget_tokens <= 0 || kv_used_ + kv_outside_ + need <= options_.kv_budget_tokens) {
+        kv_queue_.pop_front();
+        head_refused_ = false;
+        kv_used_ += need;
+        ++admitted_;
+        admission_order_.push_back(BytesOf(req.prompt));
+        kv_cv_.SignalAll();  // the next call is the head now and may fit too
+        return true;
+      }
+      ++refused_;
+      head_refused_ = true;
+      if (!refused_once) ++memory_waits_;
+      refused_once = true;
+    }
+    // Woken when a generation ends or the head changes; the poll catches memory freed unsignalled
+    // (set_kv_outside_tokens) and a cancel.
+    env->WaitUntil(&kv_cv_, &mu_, env->MonotonicMicros() + kAdmissionPollMicros);
   }
-  kv_used_ += need;
-  ++admitted_;
-  return std::make_unique<FakeAdmission>(this, need);
+}
+
+MemoryWaits FakeBackend::memory_waits() const {
+  MutexLock lock(&mu_);
+  // A cancelled head is leaving (within one poll): it holds no queue slot any more.
+  const bool head_live =
+      !kv_queue_.empty() && (kv_queue_.front().cancel == nullptr || !kv_queue_.front().cancel->load());
+  return {head_refused_ && head_live ? size_t{1} : size_t{0}, memory_waits_};
+}
+
+void FakeBackend::set_kv_outside_tokens(int64_t tokens) {
+  MutexLock lock(&mu_);
+  kv_outside_ = tokens;
 }
 
 void FakeBackend::ReleaseKv(int64_t tokens) {
-  MutexLock lock(&mu_);
-  kv_used_ -= tokens;
+  {
+    MutexLock lock(&mu_);
+    kv_used_ -= tokens;
+  }
+  kv_cv_.SignalAll();  // the waiting head re-checks now, not at the next poll
 }
 
 StatusOr<std::vector<int32_t>> FakeBackend::Tokenize(const std::string& text, bool add_special,
@@ -166,21 +196,36 @@ bool FakeBackend::WaitWhileHeld(const GenerationRequest& req) {
   return true;
 }
 
+void FakeBackend::StartGeneration(const GenerationRequest& req) {
+  MutexLock lock(&mu_);
+  ++generations_;
+  peak_running_ = std::max(peak_running_, ++running_);
+  last_request_ = req;
+  last_request_.cancel = nullptr;
+  if (req.lane >= 0 && static_cast<size_t>(req.lane) < lanes_.size()) {
+    ++lanes_[static_cast<size_t>(req.lane)].requests;
+    lanes_[static_cast<size_t>(req.lane)].prompt_tokens += req.prompt.size();
+  }
+}
+
 Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& on_token,
                              GenerationResult* out) {
-  {
-    MutexLock lock(&mu_);
-    ++generations_;
-    peak_running_ = std::max(peak_running_, ++running_);
-    last_request_ = req;
-    last_request_.cancel = nullptr;
-    if (req.lane >= 0 && static_cast<size_t>(req.lane) < lanes_.size()) {
-      ++lanes_[static_cast<size_t>(req.lane)].requests;
-      lanes_[static_cast<size_t>(req.lane)].prompt_tokens += req.prompt.size();
-    }
-  }
   *out = GenerationResult{};
   out->prompt_tokens = static_cast<int32_t>(req.prompt.size());
+  // Over the whole budget it would wait forever (the server refuses it first: CheckAdmissible).
+  EMBER_RETURN_IF_ERROR(CheckAdmissible(req));
+  const int64_t need = KvTokensOf(req);
+  if (!AwaitKv(req, need)) {
+    out->finish_reason = FinishReason::kCancelled;
+    return Status::Ok();
+  }
+  // Gives the tokens back however Generate leaves (an on_token that throws included).
+  struct KvRelease {
+    FakeBackend* backend;
+    int64_t tokens;
+    ~KvRelease() { backend->ReleaseKv(tokens); }
+  } release{this, need};
+  StartGeneration(req);
   const bool released = WaitWhileHeld(req);
   const std::vector<std::string> pieces = ReplyPieces(req);
   out->finish_reason = FinishReason::kStop;
@@ -194,12 +239,11 @@ Status FakeBackend::Generate(const GenerationRequest& req, const TokenCallback& 
     ++out->completion_tokens;
     if (!on_token(MakeEvent(req, pieces[i], i))) break;
   }
+  MutexLock lock(&mu_);
   if (!released || (req.cancel != nullptr && req.cancel->load())) {
     out->finish_reason = FinishReason::kCancelled;
-    MutexLock lock(&mu_);
     ++cancelled_;
   }
-  MutexLock lock(&mu_);
   tokens_generated_ += out->completion_tokens;
   --running_;
   return Status::Ok();
@@ -273,6 +317,11 @@ int FakeBackend::cancelled_generations() const {
 int FakeBackend::flush_count() const {
   MutexLock lock(&mu_);
   return flushes_;
+}
+
+std::vector<std::string> FakeBackend::admission_order() const {
+  MutexLock lock(&mu_);
+  return admission_order_;
 }
 
 GenerationRequest FakeBackend::last_request() const {

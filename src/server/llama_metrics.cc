@@ -14,7 +14,7 @@ double BatchValue(const BackendStats& b, const char* name, double otherwise) {
   return otherwise;
 }
 
-// Decode calls the serial path makes for one generation: one for the prompt (when any of it had to be
+// Forward passes one generation needs when it runs alone (llama-server's counting): one for the prompt (when any of it had to be
 // computed), one per generated token after the first (which comes from the prompt's logits), less the
 // accepted drafts (a verification emits its accepted drafts with the token it decodes).
 double DecodeCalls(const GenerationResult& r) {

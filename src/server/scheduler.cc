@@ -30,10 +30,13 @@ bool Scheduler::IdleLocked() const {
 }
 
 Status Scheduler::Submit(std::shared_ptr<GenerationJob> job) {
+  // Read before mu_ (the backend's lock is never taken under the scheduler's): the job waiting for
+  // memory in the backend holds a queue slot too.
+  const size_t memory_waiting = backend_->memory_waits().waiting;
   {
     MutexLock lock(&mu_);
     if (stopping_) return FailedPrecondition("the server is shutting down");
-    if (LiveQueuedLocked() >= max_queue_) {
+    if (LiveQueuedLocked() + memory_waiting >= max_queue_) {
       ++rejected_;
       return ResourceExhausted("the generation queue is full (" + std::to_string(max_queue_) +
                                " waiting); retry later");
@@ -61,73 +64,33 @@ Status Scheduler::RunGuarded(GenerationJob& job, const GenerationRequest& reques
   return Internal("generation failed: " + what);
 }
 
-std::shared_ptr<GenerationJob> Scheduler::NextHead(bool* admitting) {
+std::shared_ptr<GenerationJob> Scheduler::NextJob(int32_t lane, bool* run) {
   MutexLock lock(&mu_);
-  while (true) {
-    // While another lane asks TryAdmit for the head, the head is its: wait (FIFO, no overtaking).
-    if (!admitting_ && !queue_.empty()) {
-      std::shared_ptr<GenerationJob> head = queue_.front();
-      if (head->cancelled()) {
-        queue_.pop_front();
-        *admitting = false;
-        return head;
-      }
-      admitting_ = true;
-      *admitting = true;
-      return head;
-    }
-    if (stopping_ && queue_.empty()) return nullptr;  // drained
-    cv_.Wait(&mu_);
-  }
-}
-
-std::unique_ptr<Admission> Scheduler::Admit(const GenerationJob& head) {
-  while (!head.cancelled()) {
-    // Outside the lock: TryAdmit may evict or demote cache entries to make room.
-    if (std::unique_ptr<Admission> admission = backend_->TryAdmit(head.request())) return admission;
-    MutexLock lock(&mu_);
-    if (!head_refused_) {
-      head_refused_ = true;
-      ++admission_waits_;
-    }
-    // Memory comes back when a generation ends (its Admission is released) or when the cache shrinks
-    // on another thread (no signal for that: the poll).
-    const uint64_t ended = generations_ended_;
-    const int64_t deadline = env_->MonotonicMicros() + kAdmissionPollMicros;
-    while (generations_ended_ == ended && !head.cancelled() && !env_->WaitUntil(&cv_, &mu_, deadline)) {
-    }
-  }
-  return nullptr;
+  while (queue_.empty() && !stopping_) cv_.Wait(&mu_);
+  if (queue_.empty()) return nullptr;  // stopping and drained
+  std::shared_ptr<GenerationJob> job = std::move(queue_.front());
+  queue_.pop_front();
+  // Taken by the lane under the same lock as the pop, so Shutdown's idle check never misses it.
+  *run = !job->cancelled();
+  if (*run) lanes_[static_cast<size_t>(lane)].job = job;
+  return job;
 }
 
 void Scheduler::LaneLoop(int32_t lane) {
   while (true) {
-    bool admitting = false;
-    std::shared_ptr<GenerationJob> job = NextHead(&admitting);
+    bool run = false;
+    std::shared_ptr<GenerationJob> job = NextJob(lane, &run);
     if (job == nullptr) return;
-    std::unique_ptr<Admission> admission;
-    if (admitting) {
-      admission = Admit(*job);
-      {
-        MutexLock lock(&mu_);
-        queue_.pop_front();  // still `job`: only the admitting lane takes the head
-        admitting_ = false;
-        head_refused_ = false;
-        if (admission) lanes_[static_cast<size_t>(lane)].job = job;
-      }
-      cv_.SignalAll();  // the next free lane may ask for the new head
-    }
     GenerationResult result;
     result.prompt_tokens = static_cast<int32_t>(job->request().prompt.size());
     Status status;
-    if (admission == nullptr) {
+    if (!run) {
       result.finish_reason = FinishReason::kCancelled;  // client left while queued: skip the work
     } else {
+      // Memory admission happens inside Generate (it may wait there, FIFO, until the job's KV fits).
       GenerationRequest request = job->request();
       request.lane = lane;
-      request.admission = admission.get();
       status = RunGuarded(*job, request, &result);
-      admission.reset();  // before the waiting lane is woken, so its retry sees the memory free
     }
     {
       // Counted before the client hears kDone, so /stats never lags what a client has seen.
@@ -136,7 +99,6 @@ void Scheduler::LaneLoop(int32_t lane) {
       if (l.job) {
         l.job.reset();
         ++l.completed;
-        ++generations_ended_;
       }
       ++completed_;
     }
@@ -165,20 +127,26 @@ void Scheduler::Shutdown(std::chrono::milliseconds grace) {
 }
 
 Scheduler::Stats Scheduler::stats() const {
+  const MemoryWaits memory = backend_->memory_waits();  // before mu_, as in Submit
   MutexLock lock(&mu_);
   Stats s;
-  s.queued = LiveQueuedLocked();
   s.completed = completed_;
   s.rejected = rejected_;
   s.max_queue = max_queue_;
   s.lanes = lanes_.size();
-  s.waiting_for_memory = head_refused_ && !queue_.empty() && !queue_.front()->cancelled() ? 1 : 0;
-  s.admission_waits = admission_waits_;
+  s.waiting_for_memory = memory.waiting;
+  s.admission_waits = memory.waits;
+  size_t busy = 0;
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    const bool busy = lanes_[i].job != nullptr;
-    s.running += busy ? 1 : 0;
-    s.lane_states.push_back({static_cast<int32_t>(i), busy, lanes_[i].completed});
+    const bool b = lanes_[i].job != nullptr;
+    busy += b ? 1 : 0;
+    s.lane_states.push_back({static_cast<int32_t>(i), b, lanes_[i].completed});
   }
+  // A job waiting for memory sits on a busy lane inside Generate but has not started: it is queued.
+  // (The two reads are not one snapshot: clamp, so a job that just left a lane never makes it negative.)
+  const size_t waiting = std::min(memory.waiting, busy);
+  s.queued = LiveQueuedLocked() + waiting;
+  s.running = busy - waiting;
   return s;
 }
 

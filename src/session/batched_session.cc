@@ -4,6 +4,7 @@
 
 #include "cache/kv_entry_state.h"
 #include "engine/step_loop.h"
+#include "session/kv_budget.h"
 
 namespace ember {
 
@@ -31,7 +32,6 @@ StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, cons
   // Step 1, on this thread: lookup, restore (disk), adopt, relief (disk).
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Sequence> seq, engine_.NewSequence());
   EMBER_ASSIGN_OR_RETURN(const int64_t p, cache_.Adopt(req, *seq, &r));
-  if (req.on_lookup) req.on_lookup(p);
   if (caching) cache_.Relieve(seq->kv().config(), L - p + std::max<int64_t>(req.generate.max_tokens, 0));
   const uint64_t cow_before = seq->kv().cow_bytes_copied();
 
@@ -42,6 +42,13 @@ StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, cons
   // Bypassed tokens do not identify their content (image placeholders): equal ids are no shared prefix.
   // The runner shares only under non-empty keys; "" is a namespace too (the default one).
   if (!req.bypass_cache) job.share_key = "ns:" + req.ns;
+  if (opts_.budget != nullptr) {  // reserved after the lookup: adopted positions are the cache's bytes
+    KvBudget* budget = opts_.budget;
+    job.kv_bytes = static_cast<int64_t>(budget->ReservationBytes(L, p, req.generate.max_tokens));
+    job.make_room = [budget](int64_t outside_bytes) { budget->ShrinkCacheTo(outside_bytes); };
+    // Alone, nothing else is reserved: room for this job is all it takes.
+    if (runner_ == nullptr) budget->ShrinkCacheTo(static_cast<int64_t>(budget->budget_bytes()) - job.kv_bytes);
+  }
   // Step 2's snapshot, on the step thread, between the last prompt position and the first sample.
   Status snapshot_status;
   if (caching && L - p >= opts_.snapshot_min_tokens) {

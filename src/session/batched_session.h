@@ -7,7 +7,9 @@
 //      relief (SessionCache: the same code as CachedSession). These may do disk I/O, so they never run
 //      on the runner's step thread, which every running sequence waits on.
 //   2. BatchRunner::Run (or RunAlone) with share_key = the namespace: a prefix that another running sequence of the
-//      same namespace is prefilling (or holds) is shared zero-copy instead of computed twice.
+//      same namespace is prefilling (or holds) is shared zero-copy instead of computed twice. With a KV
+//      budget (options.budget) the job reserves ReservationBytes(L, adopted, max_tokens) in the runner's
+//      queue (its only admission) and this thread makes room for it in the RAM cache (make_room).
 //      When L - p >= snapshot_min_tokens (p: positions adopted from the cache), the on_prompt_done hook
 //      stores the prompt-only state at L - 1 as its own entry (§2.5), on the step thread: a zero-copy
 //      view of the sequence's state taken before its first generated token is forwarded, inserted into

@@ -1,5 +1,5 @@
 // A request through the engine with the prompt cache in front of it, run alone on the caller's thread
-// (the CLI's `chat`, the SSD bench, the server's `--parallel 1`): BatchedSession without a runner, so
+// (the CLI's `chat`, the SSD bench): BatchedSession without a runner, so
 // the serial path is the batched path with a batch of one (session/batched_session.h has the contract:
 // lookup and restore, the prompt-boundary snapshot, generation through the step loop, put-back of the
 // sequence's exact state).

@@ -11,19 +11,7 @@
 
 namespace ember {
 
-KvBudget::Reservation::~Reservation() { budget_->Release(this); }
-
-uint64_t KvBudget::Reservation::bytes() const { return bytes_.load(std::memory_order_relaxed); }
-
-void KvBudget::Reservation::NoteCached(int64_t cached_tokens) {
-  const uint64_t b = budget_->ReservationBytes(prompt_tokens_, cached_tokens, max_tokens_);
-  if (b < bytes()) budget_->Resize(this, b);
-}
-
-KvBudget::KvBudget(KvBudgetOptions options, TieredCache* tiers) : opts_(options), tiers_(tiers) {
-  MutexLock lock(&mu_);
-  st_.budget_bytes = opts_.budget_bytes;
-}
+KvBudget::KvBudget(KvBudgetOptions options, TieredCache* tiers) : opts_(options), tiers_(tiers) {}
 
 uint64_t KvBudget::ReservationBytes(int64_t prompt_tokens, int64_t cached_tokens, int64_t max_tokens) const {
   const int64_t positions = std::max<int64_t>(prompt_tokens - cached_tokens, 0) + std::max<int64_t>(max_tokens, 0) +
@@ -46,54 +34,21 @@ Status KvBudget::CheckAdmissible(int64_t prompt_tokens, int64_t max_tokens) cons
 
 uint64_t KvBudget::CacheBytes() const { return tiers_ != nullptr ? tiers_->ram().stats().bytes : 0; }
 
-std::unique_ptr<KvBudget::Reservation> KvBudget::TryReserve(int64_t prompt_tokens, int64_t max_tokens) {
-  const uint64_t need = ReservationBytes(prompt_tokens, 0, max_tokens);
-  for (int attempt = 0;; ++attempt) {
-    uint64_t room;  // what the cache may keep beside the live reservations and this one
-    {
-      MutexLock lock(&mu_);
-      if (reserved_ + need > opts_.budget_bytes) {
-        ++st_.deferred;  // even an empty cache would not make room: wait for a sequence to end
-        return nullptr;
-      }
-      room = opts_.budget_bytes - reserved_ - need;
-      if (CacheBytes() <= room || attempt == 1) {
-        if (CacheBytes() > room) {
-          ++st_.deferred;  // the shrink could not free enough (entries other holders keep alive)
-          return nullptr;
-        }
-        reserved_ += need;
-        ++st_.live;
-        ++st_.admitted;
-        return std::unique_ptr<Reservation>(new Reservation(this, prompt_tokens, max_tokens, need));
-      }
-      ++st_.shrinks;
-    }
-    // Unlocked: a demotion writes to disk; releases may run meanwhile (the check is repeated).
-    if (tiers_ != nullptr) tiers_->ShrinkTo(room);
+void KvBudget::ShrinkCacheTo(int64_t cache_bytes) {
+  if (tiers_ == nullptr || CacheBytes() <= static_cast<uint64_t>(std::max<int64_t>(cache_bytes, 0))) return;
+  {
+    MutexLock lock(&mu_);
+    ++shrinks_;
   }
-}
-
-void KvBudget::Release(Reservation* r) {
-  MutexLock lock(&mu_);
-  reserved_ -= r->bytes_.load(std::memory_order_relaxed);
-  --st_.live;
-}
-
-void KvBudget::Resize(Reservation* r, uint64_t bytes) {
-  MutexLock lock(&mu_);
-  reserved_ = reserved_ - r->bytes_.load(std::memory_order_relaxed) + bytes;
-  r->bytes_.store(bytes, std::memory_order_relaxed);
+  tiers_->ShrinkTo(static_cast<uint64_t>(std::max<int64_t>(cache_bytes, 0)));
 }
 
 KvBudgetStats KvBudget::stats() const {
   KvBudgetStats s;
-  {
-    MutexLock lock(&mu_);
-    s = st_;
-    s.reserved_bytes = reserved_;
-  }
+  s.budget_bytes = opts_.budget_bytes;
   s.cache_bytes = CacheBytes();
+  MutexLock lock(&mu_);
+  s.shrinks = shrinks_;
   return s;
 }
 

@@ -1,30 +1,27 @@
-// Memory admission (issue #16): a budget in bytes for the KV of live sequences plus what the RAM prompt
-// cache holds, so concurrent generations never grow the process past it (never an OOM kill).
+// Memory admission (issues #16, #30): a budget in bytes for the KV of live sequences plus what the RAM
+// prompt cache holds, so concurrent generations never grow the process past it (never an OOM kill).
+// The admission itself is the batch runner's (engine/batch_runner.h: one FIFO queue, the step planner's
+// rule); this file holds the budget's arithmetic and the cache side of it:
 //
-//   A live sequence reserves (prompt - cached + max_tokens + one block) positions × the KV bytes of one
-//   position (KvConfig: every layer's K and V); before the cache lookup it reserves the whole prompt,
-//   and the session shrinks the reservation once it knows what was adopted (adopted blocks are the
-//   cache's, already counted in its resident bytes). The extra block is the partial tail block a
-//   sequence allocates ahead. A reservation is clamped to the budget, so a request that fits at all
-//   runs once it is alone.
-//
-//   TryReserve: reserved + need + RAM-cache bytes <= budget admits. Otherwise the RAM cache is shrunk
-//   (TieredCache::ShrinkTo: demoted to SSD with the cold tier, else evicted LRU) to make room, and if
-//   the live reservations alone leave no room it returns null: the request waits.
+//   ReservationBytes: a live sequence reserves (prompt - cached + max_tokens + one block) positions ×
+//   the KV bytes of one position (KvConfig: every layer's K and V). Adopted blocks are the cache's,
+//   already counted in its resident bytes; the extra block is the partial tail block a sequence
+//   allocates ahead. Clamped to the budget, so a request that fits at all runs once it is alone.
+//   ShrinkCacheTo: the lane's "make room" (BatchJob::make_room): the RAM cache is demoted to SSD with
+//   the cold tier, else evicted LRU, down to the bytes the runner says it may keep.
 //   CheckAdmissible: InvalidArgument when prompt + max_tokens positions alone exceed the budget (the
 //   server's 400), naming the positions, the bytes and the budget.
 //
-// What it cannot see: blocks a running sequence shares with a cache entry that the shrink then evicts
-// stay alive (held by the sequence) until it ends, though no longer counted — at most the cached
-// prefixes of the running sequences. Activation buffers and the weights are outside the budget (the
-// default budget is computed after them; kv_budget.cc).
+// What it cannot see: blocks a sequence shares with a cache entry that a shrink then evicts stay alive
+// (held by the sequence) until it ends, though no longer counted — at most the cached prefixes of the
+// running and waiting sequences (a waiting job holds its adopted or SSD-restored prefix while it waits).
+// Activation buffers and the weights are outside the budget (the default budget is computed after
+// them; kv_budget.cc).
 //
-// Thread-safety: every method may be called from any thread; a Reservation may be released (destroyed)
-// on any thread. TryReserve may block on the disk (demotion writes) — the scheduler's thread, never a
-// step.
+// Thread-safety: every method may be called from any thread. ShrinkCacheTo may block on the disk
+// (demotion writes) — a lane's thread, never a step.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,35 +42,12 @@ struct KvBudgetOptions {
 
 struct KvBudgetStats {
   uint64_t budget_bytes = 0;
-  uint64_t reserved_bytes = 0;       // live reservations
   uint64_t cache_bytes = 0;          // the RAM tier's resident bytes
-  uint64_t live = 0;                 // reservations held
-  uint64_t admitted = 0;             // TryReserve successes
-  uint64_t deferred = 0;             // TryReserve returned null (the request waited)
-  uint64_t shrinks = 0;              // TryReserve shrank the RAM cache to make room
+  uint64_t shrinks = 0;              // ShrinkCacheTo calls that had to shrink the RAM cache
 };
 
 class KvBudget {
  public:
-  // A live sequence's share; released on destruction.
-  class Reservation {
-   public:
-    ~Reservation();
-    Reservation(const Reservation&) = delete;
-    Reservation& operator=(const Reservation&) = delete;
-    uint64_t bytes() const;
-    // After the lookup: cached_tokens of the prompt came from the cache (never grows the reservation).
-    void NoteCached(int64_t cached_tokens);
-
-   private:
-    friend class KvBudget;
-    Reservation(KvBudget* budget, int64_t prompt_tokens, int64_t max_tokens, uint64_t bytes)
-        : budget_(budget), prompt_tokens_(prompt_tokens), max_tokens_(max_tokens), bytes_(bytes) {}
-    KvBudget* const budget_;
-    const int64_t prompt_tokens_, max_tokens_;
-    std::atomic<uint64_t> bytes_;  // changed only under budget_->mu_ (with its reserved_); read freely
-  };
-
   // tiers may be null (no cache residency to count or shrink). It must outlive this.
   KvBudget(KvBudgetOptions options, TieredCache* tiers);
 
@@ -83,21 +57,18 @@ class KvBudget {
   uint64_t ReservationBytes(int64_t prompt_tokens, int64_t cached_tokens, int64_t max_tokens) const;
 
   Status CheckAdmissible(int64_t prompt_tokens, int64_t max_tokens) const;
-  // Null: it does not fit now even with the RAM cache emptied (wait for a live sequence to end).
-  std::unique_ptr<Reservation> TryReserve(int64_t prompt_tokens, int64_t max_tokens) EXCLUDES(mu_);
+  // The RAM cache's resident bytes (what the budget holds besides the reservations).
+  uint64_t CacheBytes() const;
+  // Shrinks the RAM cache to at most `cache_bytes` if it holds more (disk I/O: a lane, never a step).
+  void ShrinkCacheTo(int64_t cache_bytes) EXCLUDES(mu_);
 
   KvBudgetStats stats() const EXCLUDES(mu_);
 
  private:
-  void Release(Reservation* r) EXCLUDES(mu_);
-  void Resize(Reservation* r, uint64_t bytes) EXCLUDES(mu_);
-  uint64_t CacheBytes() const;
-
   const KvBudgetOptions opts_;
   TieredCache* const tiers_;
   mutable Mutex mu_;
-  uint64_t reserved_ GUARDED_BY(mu_) = 0;
-  KvBudgetStats st_ GUARDED_BY(mu_);
+  uint64_t shrinks_ GUARDED_BY(mu_) = 0;
 };
 
 // MemAvailable of /proc/meminfo text, in bytes; nullopt if absent or malformed.

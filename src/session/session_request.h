@@ -19,9 +19,6 @@ struct SessionRequest {
   // Forwarded to the engine as is, `constraint` (a grammar, docs/grammar.md) included: neither session
   // looks at it, and a cached prefix never depends on it (it only masks the generated tokens).
   GenerateOptions generate;
-  // Called once on the caller's thread right after the cache lookup, with the positions adopted (0 on a
-  // miss), before anything is forwarded: the server shrinks the request's KV reservation here.
-  std::function<void(int64_t cached_tokens)> on_lookup;
 };
 
 struct SessionResult {
@@ -42,8 +39,14 @@ struct SessionResult {
   double queued_s = 0;            // BatchedSession: waiting for a step slot
 };
 
+class KvBudget;
+
 struct CachedSessionOptions {
   int64_t snapshot_min_tokens = 256;
+  // Memory admission (session/kv_budget.h): each job reserves ReservationBytes(prompt, adopted,
+  // max_tokens) of it in the runner's queue, and its caller's thread shrinks the RAM cache to make room.
+  // Null: no budget. Must outlive the session.
+  KvBudget* budget = nullptr;
   Env* env = nullptr;             // clock for ttft and the prefill rate; null: Env::Default()
 };
 

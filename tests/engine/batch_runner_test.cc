@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -271,6 +274,83 @@ TEST(BatchRunnerTest, BadJobsAreRefusedAndShutdownRefusesMore) {
   late.seq = again.get();
   late.prompt = prompt;
   EXPECT_EQ(runner.Run(late).status().code(), StatusCode::kFailedPrecondition);
+}
+
+// The runner's queue is the only memory admission: a job that does not fit beside what the budget
+// holds outside the reservations (here a simulated RAM cache) waits, its own Run() thread is asked to
+// make room on every poll (never the step thread), and it runs once room is made; a job cancelled while
+// it waits for memory leaves the queue promptly, having run nothing.
+TEST(BatchRunnerTest, AJobWaitsForMemoryItsCallerMakesRoomAndACancelledWaiterLeaves) {
+  RunnerFixture f = MakeEngine("runnermem", 1);
+  ASSERT_TRUE(f.engine);
+  std::atomic<int64_t> cache{500};   // what the budget holds outside the reservations
+  std::atomic<bool> can_shrink{false};
+  std::atomic<int> room_calls{0};
+  std::atomic<int64_t> last_room{-1};
+  BatchRunnerOptions ro;
+  ro.kv_budget_bytes = 1000;
+  ro.kv_outside_bytes = [&cache] { return cache.load(); };
+  ro.memory_poll_micros = 5000;
+  BatchRunner runner(*f.engine, ro);
+  const std::vector<int32_t> prompt = {5, 6, 7, 8};
+  auto run = [&](const std::atomic<bool>* cancel) {
+    auto seq = std::move(f.engine->NewSequence()).value();
+    BatchJob job;
+    job.seq = seq.get();
+    job.prompt = prompt;
+    job.options.max_tokens = 3;
+    job.options.stop_at_eog = false;
+    job.options.cancel = cancel;
+    job.kv_bytes = 600;  // 600 + 500 > 1000 until the cache shrinks to 400
+    const std::thread::id caller = std::this_thread::get_id();
+    job.make_room = [&, caller](int64_t room) {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      last_room = room;
+      ++room_calls;
+      if (can_shrink) cache = std::min<int64_t>(cache, room);
+    };
+    return runner.Run(std::move(job));
+  };
+  auto blocked = [&] { return runner.stats().waiting_for_memory == 1; };
+  auto poll = [](const std::function<bool()>& ok) {
+    for (int i = 0; i < 2000 && !ok(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return ok();
+  };
+
+  StatusOr<BatchJobResult> first = Internal("not run");
+  std::thread t1([&] { first = run(nullptr); });
+  ASSERT_TRUE(poll(blocked));
+  ASSERT_TRUE(poll([&] { return room_calls >= 3; }));  // asked again on every poll while it waits
+  EXPECT_EQ(last_room, 400);
+  EXPECT_EQ(runner.stats().running, 0);
+  can_shrink = true;  // the cache can give way now: the next poll makes room and the job runs
+  t1.join();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->gen.tokens.size(), 3u);
+  EXPECT_EQ(cache, 400);
+  BatchRunnerStats st = runner.stats();
+  EXPECT_EQ(st.admission_waits, 1u);
+  EXPECT_EQ(st.kv_admitted, 1u);
+  EXPECT_EQ(st.waiting_for_memory, 0);
+  EXPECT_EQ(st.kv_reserved_bytes, 0);
+
+  cache = 500;
+  can_shrink = false;
+  std::atomic<bool> cancel{false};
+  StatusOr<BatchJobResult> second = Internal("not run");
+  std::thread t2([&] { second = run(&cancel); });
+  ASSERT_TRUE(poll(blocked));
+  cancel = true;
+  t2.join();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->gen.stop, StopReason::kCancelled);
+  EXPECT_TRUE(second->gen.tokens.empty());
+  st = runner.stats();
+  EXPECT_EQ(st.admission_waits, 2u);
+  EXPECT_EQ(st.kv_admitted, 1u);
+  EXPECT_EQ(st.cancelled, 1u);
+  EXPECT_TRUE(poll([&] { return runner.stats().waiting_for_memory == 0; }));
+  EXPECT_EQ(runner.stats().waiting, 0);
 }
 
 }  // namespace

@@ -1,13 +1,15 @@
 // The real engine backend with continuous batching (--parallel N > 1): concurrent Generate calls give
 // the serial backend's tokens, the batch and per-lane stats, memory admission through the KV budget
-// (TryAdmit / CheckAdmissible, the reservation shrunk by what the cache supplied), and the flags'
-// validation.
+// (CheckAdmissible, the runner's queue, the reservation counting only what the cache did not supply),
+// and the flags' validation.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "server/engine_backend.h"
+#include "support/poll.h"
 #include "support/test_support.h"
 #include "tiny_model.h"
 
@@ -102,25 +104,23 @@ TEST_F(EngineBackendBatchTest, ConcurrentGenerationsGiveTheSerialTokensAndReport
   EXPECT_EQ(Value(ss.engine_values, "kv_budget_bytes"), 64.0 * 1024 * 1024);
 }
 
-// TryAdmit reserves the whole prompt; once the lookup found its prefix in the cache, the reservation
-// of the running generation (handed back to Generate as GenerationRequest::admission, as the scheduler
-// does) counts only what it adds.
-TEST_F(EngineBackendBatchTest, TheReservationShrinksByWhatTheCacheSupplied) {
+// A generation reserves only what it adds: the runner admits it after the lookup, so a prefix found in
+// the cache (the cache's memory, counted in its bytes) is not reserved again.
+TEST_F(EngineBackendBatchTest, TheReservationCountsOnlyWhatTheCacheDidNotSupply) {
   auto b = Backend(Options(2));
   ASSERT_TRUE(b);
   GenerationRequest req = Req(3, 6);
-  std::atomic<bool> cancel{false};
-  req.cancel = &cancel;
   GenerationResult first;
-  Run(*b, req, &first);  // fills the cache
+  double during_first = -1;
+  ASSERT_TRUE(b->Generate(req, [&](const TokenEvent&) {
+                  if (during_first < 0) during_first = Value(b->Stats().batch_values, "kv_reserved_bytes");
+                  return true;
+                }, &first).ok());  // fills the cache
   const double per_pos = 2.0 * 2 * 16 * 2 * 2;  // layers x kv heads x head dim x K,V x f16 bytes
   const double L = static_cast<double>(req.prompt.size());
-  auto admission = b->TryAdmit(req);
-  ASSERT_NE(admission, nullptr);
-  EXPECT_EQ(Value(b->Stats().batch_values, "kv_reserved_bytes"), (L + 6 + 32) * per_pos);
+  EXPECT_EQ(during_first, (L + 6 + 32) * per_pos);
   GenerationRequest copy = req;
   copy.lane = 1;
-  copy.admission = admission.get();
   double during = -1;
   GenerationResult second;
   ASSERT_TRUE(b->Generate(copy, [&](const TokenEvent&) {
@@ -129,10 +129,12 @@ TEST_F(EngineBackendBatchTest, TheReservationShrinksByWhatTheCacheSupplied) {
                 }, &second).ok());
   EXPECT_EQ(second.cached_tokens, static_cast<int32_t>(L) - 1);
   EXPECT_EQ(during, (1 + 6 + 32) * per_pos);
-  admission.reset();
   EXPECT_EQ(Value(b->Stats().batch_values, "kv_reserved_bytes"), 0);
+  EXPECT_EQ(Value(b->Stats().batch_values, "kv_admitted"), 2);
 }
 
+// Two generations that do not fit together: the second waits inside Generate (the runner's queue) until
+// the first ends, the backend reports the wait, and both finish; one that could never fit is refused.
 TEST_F(EngineBackendBatchTest, TheKvBudgetAdmitsWhatFitsAndRefusesWhatNeverCould) {
   auto b = Backend(Options(2, "64K"));  // 256 positions of 256 bytes
   ASSERT_TRUE(b);
@@ -143,13 +145,30 @@ TEST_F(EngineBackendBatchTest, TheKvBudgetAdmitsWhatFitsAndRefusesWhatNeverCould
     EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
   }
   GenerationRequest a = Req(0, 100), c = Req(1, 100);  // 172 and 185 positions with the block
+  a.sampling.temperature = 0;
+  c.sampling.temperature = 0;
   EXPECT_TRUE(b->CheckAdmissible(a).ok());
-  auto held = b->TryAdmit(a);
-  ASSERT_NE(held, nullptr);
-  EXPECT_EQ(b->TryAdmit(c), nullptr);  // must wait for the first
-  held.reset();
-  EXPECT_NE(b->TryAdmit(c), nullptr);
-  EXPECT_GE(Value(b->Stats().batch_values, "kv_deferred"), 1);
+  std::atomic<bool> a_started{false};
+  std::atomic<bool> saw_wait{false};
+  GenerationResult ra, rc;
+  std::thread ta([&] {
+    ASSERT_TRUE(b->Generate(a, [&](const TokenEvent&) {
+                    a_started = true;
+                    if (b->memory_waits().waiting == 1) saw_wait = true;
+                    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // c queues meanwhile
+                    return true;
+                  }, &ra).ok());
+  });
+  ASSERT_TRUE(testing::PollUntil([&] { return a_started.load(); }, std::chrono::seconds(60)));
+  ASSERT_TRUE(b->Generate(c, [](const TokenEvent&) { return true; }, &rc).ok());  // waits for a to end
+  ta.join();
+  EXPECT_TRUE(saw_wait);
+  EXPECT_GT(ra.completion_tokens, 0);
+  EXPECT_GT(rc.completion_tokens, 0);
+  EXPECT_EQ(b->memory_waits().waits, 1u);
+  EXPECT_EQ(b->memory_waits().waiting, 0u);
+  EXPECT_EQ(Value(b->Stats().batch_values, "kv_deferred"), 1);
+  EXPECT_EQ(Value(b->Stats().batch_values, "kv_admitted"), 2);
   // The RAM cache cap (16M asked) is clamped to the budget.
   double cap = -1;
   for (const StatValue& v : b->Stats().cache_tiers[0].values)

@@ -1,5 +1,5 @@
 // A test backend that hands every call to a FakeBackend; a test derives from it and overrides only what
-// it probes (Generate, TryAdmit, ...).
+// it probes (Generate, ...).
 #pragma once
 
 #include <memory>
@@ -35,7 +35,7 @@ class ForwardingBackend : public InferenceBackend {
   Status FlushCache() override { return fake_.FlushCache(); }
   int max_parallel() const override { return fake_.max_parallel(); }
   Status CheckAdmissible(const GenerationRequest& req) const override { return fake_.CheckAdmissible(req); }
-  std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override { return fake_.TryAdmit(req); }
+  MemoryWaits memory_waits() const override { return fake_.memory_waits(); }
 
  protected:
   FakeBackend fake_;

@@ -1,6 +1,8 @@
-// The scheduler's lanes and memory admission: max_parallel() lanes run Generate() at once, each job
-// waits for TryAdmit in FIFO order (never overtaken), a job cancelled while waiting for memory ends
-// as cancelled and frees its queue slot, one lane's exception or shutdown hurts no other lane.
+// The scheduler's lanes and memory admission: max_parallel() lanes run Generate() at once, in FIFO
+// order; memory admission happens inside the backend's Generate (here the FakeBackend's budget, FIFO
+// like the engine's runner: never overtaken) and shows in the scheduler's stats and queue limit; a job
+// cancelled while waiting for memory ends as cancelled and frees its queue slot; one lane's exception
+// or shutdown hurts no other lane.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -55,8 +57,8 @@ bool Eventually(const std::function<bool()>& cond) {
   return cond();
 }
 
-// A FakeBackend with hooks: the order Generate() calls began in (by prompt), a TryAdmit that a test can
-// override, and prompts starting with "throw" that throw from Generate.
+// A FakeBackend with hooks: the order Generate() calls began in (by prompt) and their lanes, and prompts
+// starting with "throw" that throw from Generate.
 class ProbeBackend final : public ForwardingBackend {
  public:
   explicit ProbeBackend(FakeBackend::Options o) : ForwardingBackend(o) {}
@@ -71,25 +73,10 @@ class ProbeBackend final : public ForwardingBackend {
     if (prompt.rfind("throw", 0) == 0) throw std::runtime_error("lane exploded");
     return fake_.Generate(req, on_token, out);
   }
-  std::unique_ptr<Admission> TryAdmit(const GenerationRequest& req) override {
-    tries_.fetch_add(1);
-    std::unique_ptr<Admission> a = admit_override_ ? admit_override_(req) : fake_.TryAdmit(req);
-    if (a) {
-      MutexLock lock(&mu_);
-      admitted_.emplace_back(req.prompt.begin(), req.prompt.end());
-    }
-    return a;
-  }
 
-  void set_admit(std::function<std::unique_ptr<Admission>(const GenerationRequest&)> f) { admit_override_ = std::move(f); }
-  int tries() const { return tries_.load(); }
-  std::vector<std::string> started() const {
+  std::vector<std::string> started() const {  // entered Generate (admitted or not yet)
     MutexLock lock(&mu_);
     return started_;
-  }
-  std::vector<std::string> admitted() const {  // in the order TryAdmit granted them
-    MutexLock lock(&mu_);
-    return admitted_;
   }
   std::vector<int32_t> lanes() const {
     MutexLock lock(&mu_);
@@ -97,13 +84,18 @@ class ProbeBackend final : public ForwardingBackend {
   }
 
  private:
-  std::function<std::unique_ptr<Admission>(const GenerationRequest&)> admit_override_;  // set before use
-  std::atomic<int> tries_{0};
   mutable Mutex mu_;
   std::vector<std::string> started_ GUARDED_BY(mu_);
   std::vector<int32_t> lanes_ GUARDED_BY(mu_);
-  std::vector<std::string> admitted_ GUARDED_BY(mu_);
 };
+
+// The fake's refused admission checks (each re-check of the waiting head counts); -1: not reported.
+int64_t Refused(const FakeBackend& backend) {
+  for (const StatValue& v : backend.Stats().batch_values) {
+    if (v.name == "admissions_refused") return static_cast<int64_t>(v.value);
+  }
+  return -1;
+}
 
 FakeBackend::Options Lanes(int n, int64_t kv_budget_tokens = 0) {
   FakeBackend::Options o;
@@ -147,26 +139,30 @@ TEST(SchedulerLanes, MaxParallelLanesRunAtOnceEachOnItsOwnLane) {
   EXPECT_EQ(per_lane, 4u);
 }
 
-// Budget 100 tokens; A holds 60 (prompt 8 + max_tokens 52). B needs 60 and waits for memory; C needs
-// 18 and would fit beside A, but FIFO keeps it behind B. When A ends, B and C both run (78 <= 100).
+// Budget 100 tokens; A holds 60 (prompt 8 + max_tokens 52). B needs 60 and waits for memory inside
+// Generate; C needs 18 and would fit beside A, but the backend's FIFO keeps it behind B. When A ends, B
+// and C both run (78 <= 100).
 TEST(SchedulerLanes, AdmissionWaitsInFifoOrderAndIsNeverOvertaken) {
   ProbeBackend backend(Lanes(4, 100));
   backend.fake().Hold();
   Scheduler s(&backend, 8);
   auto a = Job("echo: AA", 52), b = Job("echo: BB", 52), c = Job("echo: CC", 10);
   ASSERT_TRUE(s.Submit(a).ok());
-  ASSERT_TRUE(Eventually([&] { return backend.started().size() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return backend.fake().admission_order().size() == 1; }));
   EXPECT_EQ(backend.fake().kv_used_tokens(), 60);
   ASSERT_TRUE(s.Submit(b).ok());
   ASSERT_TRUE(s.Submit(c).ok());
+  // Both reached the backend on lanes of their own, in arrival order.
+  ASSERT_TRUE(Eventually([&] { return backend.started().size() == 3; }));
+  EXPECT_EQ(backend.started(), (std::vector<std::string>{"echo: AA", "echo: BB", "echo: CC"}));
   ASSERT_TRUE(Eventually([&] { return s.stats().waiting_for_memory == 1; }));
-  // Retried on the poll (no generation ended) and still refused; C never jumped ahead.
-  const int tries = backend.tries();
-  ASSERT_TRUE(Eventually([&] { return backend.tries() >= tries + 2; }));
-  EXPECT_EQ(backend.started(), std::vector<std::string>{"echo: AA"});
+  // Re-checked on the poll (no generation ended) and still refused; C never jumped ahead.
+  const int64_t refused = Refused(backend.fake());
+  ASSERT_TRUE(Eventually([&] { return Refused(backend.fake()) >= refused + 2; }));
+  EXPECT_EQ(backend.fake().admission_order(), std::vector<std::string>{"echo: AA"});
   Scheduler::Stats st = s.stats();
-  EXPECT_EQ(st.running, 1u);
-  EXPECT_EQ(st.queued, 2u);  // B (waiting for memory) and C
+  EXPECT_EQ(st.queued, 1u);   // B, waiting for memory; queued here: nothing
+  EXPECT_EQ(st.running, 2u);  // three busy lanes less B's (C's lane waits behind B inside the backend)
   EXPECT_EQ(st.admission_waits, 1u);
   backend.fake().Release();
   for (auto* j : {&a, &b, &c}) {
@@ -175,40 +171,47 @@ TEST(SchedulerLanes, AdmissionWaitsInFifoOrderAndIsNeverOvertaken) {
     ASSERT_TRUE(done);
     EXPECT_TRUE(ev.status.ok()) << ev.status.ToString();
   }
-  EXPECT_EQ(backend.admitted(), (std::vector<std::string>{"echo: AA", "echo: BB", "echo: CC"}));
-  EXPECT_EQ(backend.started().size(), 3u);
-  EXPECT_EQ(s.stats().waiting_for_memory, 0u);
-  ASSERT_TRUE(Eventually([&] { return backend.fake().kv_used_tokens() == 0; }));  // every Admission released
+  EXPECT_EQ(backend.fake().admission_order(), (std::vector<std::string>{"echo: AA", "echo: BB", "echo: CC"}));
+  st = s.stats();
+  EXPECT_EQ(st.waiting_for_memory, 0u);
+  EXPECT_EQ(st.admission_waits, 1u);  // C never had to wait for memory: it was never refused
+  ASSERT_TRUE(Eventually([&] { return backend.fake().kv_used_tokens() == 0; }));  // every call released its tokens
 }
 
-// The admission is retried on the Env's poll too, not only when a generation ends: memory freed by
-// something else (the cache evicting on another thread) lets the waiting job in at the next poll.
+// The admission is re-checked on the poll of the backend's Env too, not only when a generation ends:
+// memory freed by something else (the cache shrinking on another thread, which signals nobody) lets
+// the waiting job in at the next poll.
 TEST(SchedulerLanes, AdmissionIsRetriedOnThePollOfTheInjectedClock) {
   testing::SimEnv sim;
-  ProbeBackend backend(Lanes(2));
-  std::atomic<bool> memory_free{false};
-  backend.set_admit([&](const GenerationRequest&) -> std::unique_ptr<Admission> {
-    return memory_free.load() ? std::make_unique<Admission>() : nullptr;
-  });
-  Scheduler s(&backend, 8, &sim);
-  auto job = Job("echo: polled");
+  FakeBackend::Options o = Lanes(2, 100);
+  o.env = &sim;
+  FakeBackend backend(o);
+  backend.set_kv_outside_tokens(100);  // the cache holds the whole budget
+  Scheduler s(&backend, 8);
+  auto job = Job("echo: polled");  // 12 + 8 tokens
   ASSERT_TRUE(s.Submit(job).ok());
   ASSERT_TRUE(sim.AwaitWaiters(1));  // refused once, waiting on the simulated poll
-  EXPECT_EQ(backend.tries(), 1);
-  EXPECT_EQ(s.stats().waiting_for_memory, 1u);
-  sim.Advance(Scheduler::kAdmissionPollMicros - 1);  // not yet due: no retry
+  EXPECT_EQ(Refused(backend), 1);
+  Scheduler::Stats st = s.stats();
+  EXPECT_EQ(st.waiting_for_memory, 1u);
+  EXPECT_EQ(st.queued, 1u);
+  EXPECT_EQ(st.running, 0u);
+  sim.Advance(FakeBackend::kAdmissionPollMicros - 1);  // not yet due: no re-check
   ASSERT_TRUE(sim.AwaitWaiters(1));
-  EXPECT_EQ(backend.tries(), 1);
-  sim.Advance(1);  // due: retried, still refused, waits again
-  ASSERT_TRUE(Eventually([&] { return backend.tries() == 2; }));
+  EXPECT_EQ(Refused(backend), 1);
+  sim.Advance(1);  // due: re-checked, still refused, waits again
+  ASSERT_TRUE(Eventually([&] { return Refused(backend) == 2; }));
   ASSERT_TRUE(sim.AwaitWaiters(1));
-  memory_free.store(true);
-  sim.Advance(Scheduler::kAdmissionPollMicros);
+  backend.set_kv_outside_tokens(80);  // 80 + 20 fits now, unsignalled
+  sim.Advance(FakeBackend::kAdmissionPollMicros);
   bool done = false;
   auto [text, ev] = Drain(*job, &done);
   ASSERT_TRUE(done);
   EXPECT_EQ(text, "polled");
-  EXPECT_EQ(backend.tries(), 3);
+  EXPECT_EQ(Refused(backend), 2);
+  st = s.stats();
+  EXPECT_EQ(st.waiting_for_memory, 0u);
+  EXPECT_EQ(st.admission_waits, 1u);
 }
 
 TEST(SchedulerLanes, TheQueueLimitCountsJobsWaitingForMemory) {
@@ -220,7 +223,9 @@ TEST(SchedulerLanes, TheQueueLimitCountsJobsWaitingForMemory) {
   ASSERT_TRUE(Eventually([&] { return backend.running_generations() == 1; }));
   ASSERT_TRUE(s.Submit(b).ok());
   ASSERT_TRUE(Eventually([&] { return s.stats().waiting_for_memory == 1; }));
-  // Three lanes are free, but B holds the one queue slot: C is refused (the HTTP layer's 429).
+  // Three lanes are free and the scheduler's own queue is empty, but B (waiting for memory inside the
+  // backend) holds the one queue slot: C is refused (the HTTP layer's 429).
+  EXPECT_EQ(s.stats().queued, 1u);
   EXPECT_EQ(s.Submit(Job("echo: C", 1)).code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(s.stats().rejected, 1u);
   backend.Release();
@@ -237,7 +242,7 @@ TEST(SchedulerLanes, CancelWhileWaitingForMemoryEndsCancelledAndFreesTheSlot) {
   Scheduler s(&backend, 1);
   auto a = Job("echo: AA", 52), b = Job("echo: BB", 52);
   ASSERT_TRUE(s.Submit(a).ok());
-  ASSERT_TRUE(Eventually([&] { return backend.started().size() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return backend.fake().admission_order().size() == 1; }));
   ASSERT_TRUE(s.Submit(b).ok());
   ASSERT_TRUE(Eventually([&] { return s.stats().waiting_for_memory == 1; }));
   b->Cancel();  // the client left
@@ -250,15 +255,47 @@ TEST(SchedulerLanes, CancelWhileWaitingForMemoryEndsCancelledAndFreesTheSlot) {
   EXPECT_EQ(ev.result.finish_reason, FinishReason::kCancelled);
   EXPECT_TRUE(ev.status.ok());
   EXPECT_EQ(text, "");
-  // C fits beside A (60 + 18 <= 100) and runs now that B is gone.
-  ASSERT_TRUE(Eventually([&] { return backend.started().size() == 2; }));
-  EXPECT_EQ(backend.started(), (std::vector<std::string>{"echo: AA", "echo: CC"}));  // B never ran
+  // C fits beside A (60 + 18 <= 100) and runs on the lane B left.
+  ASSERT_TRUE(Eventually([&] { return backend.fake().admission_order().size() == 2; }));
+  EXPECT_EQ(backend.fake().admission_order(), (std::vector<std::string>{"echo: AA", "echo: CC"}));  // B never ran
+  EXPECT_EQ(backend.started(), (std::vector<std::string>{"echo: AA", "echo: BB", "echo: CC"}));
+  EXPECT_EQ(backend.fake().generations_started(), 2);
   EXPECT_EQ(s.stats().waiting_for_memory, 0u);
   backend.fake().Release();
   for (auto* j : {&a, &c}) {
     Drain(**j, &done);
     EXPECT_TRUE(done);
   }
+}
+
+// Shutdown's cancel reaches a job waiting for memory inside the backend: it ends promptly, never run.
+TEST(SchedulerLanes, ShutdownEndsAJobWaitingForMemory) {
+  FakeBackend backend(Lanes(2, 100));
+  backend.Hold();  // A would never end by itself
+  Scheduler s(&backend, 8);
+  auto a = Job("echo: AA", 52), b = Job("echo: BB", 52);
+  ASSERT_TRUE(s.Submit(a).ok());
+  ASSERT_TRUE(Eventually([&] { return backend.running_generations() == 1; }));
+  ASSERT_TRUE(s.Submit(b).ok());
+  ASSERT_TRUE(Eventually([&] { return s.stats().waiting_for_memory == 1; }));
+  std::atomic<bool> returned{false};
+  std::thread stopper([&] {
+    s.Shutdown(std::chrono::milliseconds(20));
+    returned.store(true);
+  });
+  const bool in_time = Eventually([&] { return returned.load(); });
+  if (!in_time) backend.Release();
+  stopper.join();
+  ASSERT_TRUE(in_time) << "Shutdown did not end the job waiting for memory";
+  for (auto* j : {&a, &b}) {
+    bool done = false;
+    auto [text, ev] = Drain(**j, &done);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(ev.result.finish_reason, FinishReason::kCancelled);
+  }
+  EXPECT_EQ(backend.generations_started(), 1);  // B was never admitted
+  EXPECT_EQ(backend.kv_used_tokens(), 0);
+  EXPECT_EQ(s.stats().waiting_for_memory, 0u);
 }
 
 TEST(SchedulerLanes, AnExceptionInOneLaneFailsOnlyThatJob) {

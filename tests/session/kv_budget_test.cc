@@ -1,6 +1,6 @@
-// KvBudget (memory admission): the 400 check names the numbers, a reservation that does not fit waits
-// (null) until one is released or shrunk, the RAM cache is shrunk before a request is deferred, and a
-// request that fits the budget at all is admitted once it is alone.
+// KvBudget (the budget's arithmetic; the batch runner admits): the 400 check names the numbers, a
+// reservation counts what the request computes and is clamped to the budget, and the RAM cache is
+// shrunk to the room the runner asks for.
 #include "session/kv_budget.h"
 
 #include <gtest/gtest.h>
@@ -30,40 +30,24 @@ TEST(KvBudgetTest, CheckAdmissibleRefusesWhatCouldNeverFitAndNamesTheNumbers) {
   }
 }
 
-TEST(KvBudgetTest, AReservationThatDoesNotFitWaitsUntilRoomIsReleased) {
+TEST(KvBudgetTest, AReservationCountsWhatTheRequestComputesPlusOneBlock) {
   KvBudget b(Options(200), nullptr);
-  auto a = b.TryReserve(100, 20);  // 100 + 20 + one block of 32
-  ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->bytes(), 152 * kPerPos);
-  EXPECT_EQ(b.TryReserve(50, 10), nullptr);  // 92 more positions: over 200
-  EXPECT_EQ(b.stats().deferred, 1u);
-  a->NoteCached(100);  // the lookup found 100 positions: they are the cache's memory
-  EXPECT_EQ(a->bytes(), 52 * kPerPos);
-  a->NoteCached(10);  // never grows back
-  EXPECT_EQ(a->bytes(), 52 * kPerPos);
-  auto c = b.TryReserve(50, 10);
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(b.stats().reserved_bytes, (52 + 92) * kPerPos);
-  EXPECT_EQ(b.stats().live, 2u);
-  a.reset();
-  c.reset();
-  EXPECT_EQ(b.stats().reserved_bytes, 0u);
-  EXPECT_EQ(b.stats().live, 0u);
-  EXPECT_EQ(b.stats().admitted, 2u);
+  EXPECT_EQ(b.ReservationBytes(100, 0, 20), 152 * kPerPos);  // 100 + 20 + one block of 32
+  // Adopted positions are the cache's memory, counted in its resident bytes.
+  EXPECT_EQ(b.ReservationBytes(100, 100, 20), 52 * kPerPos);
+  EXPECT_EQ(b.ReservationBytes(100, 40, 20), 112 * kPerPos);
+  EXPECT_EQ(b.ReservationBytes(10, 50, -5), 32 * kPerPos);  // nonsense counts as nothing, never negative
 }
 
-TEST(KvBudgetTest, ARequestThatFitsTheBudgetRunsOnceAlone) {
+TEST(KvBudgetTest, AReservationIsClampedSoARequestThatFitsRunsOnceAlone) {
   KvBudget b(Options(100), nullptr);
   ASSERT_TRUE(b.CheckAdmissible(70, 30).ok());
-  auto a = b.TryReserve(70, 30);  // 132 positions with the block: clamped to the budget
-  ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->bytes(), 100 * kPerPos);
-  EXPECT_EQ(b.TryReserve(1, 1), nullptr);
+  EXPECT_EQ(b.ReservationBytes(70, 0, 30), 100 * kPerPos);  // 132 positions with the block: the budget
 }
 
-// The RAM cache's residency counts: when a reservation does not fit beside it, LRU entries are evicted
-// (no cold tier) until it does, and only then would the request wait.
-TEST(KvBudgetTest, TheRamCacheIsShrunkBeforeARequestWaits) {
+// The lane's "make room": LRU entries are evicted (no cold tier) down to the bytes asked for, never
+// below, and nothing happens when the cache already fits.
+TEST(KvBudgetTest, ShrinkCacheToEvictsLeastRecentlyUsedEntriesDownToTheTarget) {
   TieredCacheOptions o;
   o.ram_bytes = 1 << 20;
   auto tiers = TieredCache::Open(std::move(o));
@@ -75,22 +59,21 @@ TEST(KvBudgetTest, TheRamCacheIsShrunkBeforeARequestWaits) {
   const uint64_t cache = (*tiers)->ram().stats().bytes;
   ASSERT_EQ(cache, 4 * 64 * per_pos);
   KvBudget b(KvBudgetOptions{300 * per_pos, per_pos, 4}, tiers->get());
+  EXPECT_EQ(b.CacheBytes(), cache);
   EXPECT_EQ(b.stats().cache_bytes, cache);
-  // 100 + 20 + 4 = 124 positions beside 256 cached: over 300, so two 64-position entries must go.
-  auto a = b.TryReserve(100, 20);
-  ASSERT_NE(a, nullptr);
+  b.ShrinkCacheTo(static_cast<int64_t>(cache));  // fits already: nothing to do
+  EXPECT_EQ(b.stats().shrinks, 0u);
+  EXPECT_EQ((*tiers)->ram().stats().entries, 4u);
+  // Room for 176 positions beside a 124-position reservation: two 64-position entries must go.
+  b.ShrinkCacheTo(static_cast<int64_t>((300 - 124) * per_pos));
   EXPECT_EQ((*tiers)->ram().stats().entries, 2u);
   EXPECT_EQ((*tiers)->ram().FindExact(Tokens(64, 0), ""), nullptr);  // the least recently used went first
   EXPECT_EQ(b.stats().shrinks, 1u);
   EXPECT_EQ((*tiers)->stats().shrink_freed, 2u);
-  // 124 live + 224 more is over 300 whatever the cache holds: wait, without shrinking it for nothing.
-  EXPECT_EQ(b.TryReserve(200, 20), nullptr);
-  EXPECT_EQ((*tiers)->ram().stats().entries, 2u);
-  a.reset();
-  // Alone it fits once one more entry goes (300 - 224 leaves room for 76 cached positions).
-  EXPECT_NE(b.TryReserve(200, 20), nullptr);
-  EXPECT_EQ((*tiers)->ram().stats().entries, 1u);
+  b.ShrinkCacheTo(-5);  // a negative room (reservations alone over the budget) empties it at most
+  EXPECT_EQ((*tiers)->ram().stats().entries, 0u);
   EXPECT_EQ(b.stats().shrinks, 2u);
+  EXPECT_EQ(b.CacheBytes(), 0u);
 }
 
 TEST(KvBudgetTest, ParsesMemAvailable) {
