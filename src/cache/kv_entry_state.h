@@ -4,7 +4,9 @@
 // a kWindow layer reports KvState::held_from(layer), the first position its group still holds. KvState
 // keeps a window layer's blocks for window + window_margin positions behind the newest one and releases
 // older blocks (docs/sliding-window.md), so the trim rules (cache/trim_rules.h) see exactly what is left:
-// an entry whose window has moved on past a candidate offset refuses it and the lookup moves on.
+// an entry whose window has moved on past a candidate offset refuses it and the lookup moves on. A
+// kRecurrent layer reports n_pos (KvState holds only the state after the last position), so such an
+// entry serves only prompts that extend it whole; views share its recurrent block, copied on write.
 //
 // Thread-safety: const methods from any thread; the wrapped state is not modified after construction.
 #pragma once

@@ -63,8 +63,9 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand("gen-model", "Write a GGUF model with seeded random weights and a real tokenizer");
   c->add_option("--out", a->out, "Output .gguf path")->required();
-  c->add_option("--arch", a->o.arch, "Architecture: llama | qwen2 | qwen3 | gemma3")->capture_default_str();
-  c->add_option("--tokenizer", a->o.tokenizer, "Tokenizer family: llama3 | qwen3 | gemma3")->capture_default_str();
+  c->add_option("--arch", a->o.arch, "Architecture: llama | qwen2 | qwen3 | gemma3 | qwen35 (hybrid: gated delta net + attention)")->capture_default_str();
+  c->add_option("--tokenizer", a->o.tokenizer, "Tokenizer family: llama3 | qwen3 | qwen35 | gemma3 (qwen35: the qwen3 "
+                "vocabulary with Qwen3.5's pre-tokenizer)")->capture_default_str();
   c->add_option("--n-layer", a->o.n_layer, "Transformer blocks")->capture_default_str();
   c->add_option("--n-embd", a->o.n_embd, "Embedding width")->capture_default_str();
   c->add_option("--n-head", a->o.n_head, "Attention heads")->capture_default_str();
@@ -81,6 +82,13 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--rope-base-swa", a->o.rope_base_swa, "gemma3: RoPE base of the local layers")->capture_default_str();
   c->add_option("--logit-softcap", a->o.logit_softcap, "gemma3: final_logit_softcapping (0: none)")
       ->capture_default_str();
+  c->add_option("--full-attention-interval", a->o.full_attention_interval,
+                 "qwen35: every N-th layer is attention, the others gated delta net")->capture_default_str();
+  c->add_option("--ssm-state", a->o.ssm_state, "qwen35: delta-net head dim (ssm.state_size)")->capture_default_str();
+  c->add_option("--ssm-groups", a->o.ssm_groups, "qwen35: delta-net q/k heads (ssm.group_count)")->capture_default_str();
+  c->add_option("--ssm-heads", a->o.ssm_heads, "qwen35: delta-net v heads (ssm.time_step_rank)")->capture_default_str();
+  c->add_option("--ssm-conv", a->o.ssm_conv, "qwen35: conv1d taps (ssm.conv_kernel)")->capture_default_str();
+  c->add_option("--rope-dims", a->o.rope_dims, "qwen35: rotated dims per head (default head-dim / 4)");
   c->add_option("--type", a->type, "Weight type of the matrices")->capture_default_str();
   c->add_option("--type-embd", a->type_embd, "Type of token_embd.weight (default: --type)");
   c->add_option("--type-output", a->type_output, "Type of output.weight (default: --type)");

@@ -68,6 +68,10 @@ class Decoder {
 
 uint64_t AlignUp(uint64_t v) { return (v + kEntryAlign - 1) / kEntryAlign * kEntryAlign; }
 
+uint32_t EntryVersion(const KvConfig& c) {
+  return c.has_recurrent() ? kEntryFormatVersionRecurrent : kEntryFormatVersion;
+}
+
 void EncodeConfig(Encoder& e, const KvConfig& c, int64_t min_reusable) {
   e.Put<int32_t>(c.n_layer);
   e.Put<int32_t>(c.n_kv_head);
@@ -83,6 +87,7 @@ void EncodeConfig(Encoder& e, const KvConfig& c, int64_t min_reusable) {
     e.Put<uint16_t>(0);
     e.Put<int32_t>(spec.window);
     e.Put<int64_t>(min_reusable);
+    if (EntryVersion(c) == kEntryFormatVersionRecurrent) e.Put<int64_t>(spec.state_floats);
   }
 }
 
@@ -104,11 +109,11 @@ std::vector<uint8_t> EncodeHeader(const EntryView& entry, const TensorRef& kv) {
   return std::move(e.bytes());
 }
 
-std::vector<uint8_t> EncodePreamble(const std::vector<uint8_t>& header, uint64_t data_offset,
+std::vector<uint8_t> EncodePreamble(uint32_t version, const std::vector<uint8_t>& header, uint64_t data_offset,
                                     uint64_t file_size) {
   Encoder e;
   e.Put<uint64_t>(kEntryMagic);
-  e.Put<uint32_t>(kEntryFormatVersion);
+  e.Put<uint32_t>(version);
   e.Put<uint32_t>(0);
   e.Put<uint64_t>(header.size());
   e.Put<uint64_t>(data_offset);
@@ -139,7 +144,7 @@ bool SameGeometry(const KvConfig& a, const KvConfig& b) {
   for (int32_t l = 0; l < a.n_layer; ++l) {
     LayerStateSpec x = a.kinds.empty() ? LayerStateSpec{} : a.kinds[l];
     LayerStateSpec y = b.kinds.empty() ? LayerStateSpec{} : b.kinds[l];
-    if (x.kind != y.kind || x.window != y.window) return false;
+    if (x.kind != y.kind || x.window != y.window || x.state_floats != y.state_floats) return false;
   }
   return true;
 }
@@ -158,7 +163,7 @@ StatusOr<uint64_t> WriteEntry(Env& env, const std::string& dir, const std::strin
   kv.offset = AlignUp(kPreambleSize + header_len);
   std::vector<uint8_t> header = EncodeHeader(entry, kv);
   const uint64_t file_size = kv.offset + kv.size;
-  std::vector<uint8_t> head = EncodePreamble(header, kv.offset, file_size);
+  std::vector<uint8_t> head = EncodePreamble(EntryVersion(entry.state->config()), header, kv.offset, file_size);
   head.insert(head.end(), header.begin(), header.end());
   head.resize(kv.offset, 0);  // zero padding up to the page-aligned tensor
 
@@ -178,6 +183,7 @@ StatusOr<uint64_t> WriteEntry(Env& env, const std::string& dir, const std::strin
 namespace {
 
 struct Preamble {
+  uint32_t version = 0;
   uint64_t header_length = 0;
   uint64_t data_offset = 0;
   uint64_t file_size = 0;
@@ -199,7 +205,7 @@ StatusOr<Preamble> ReadPreamble(Env& env, const std::string& path, std::vector<u
   Decoder d(raw, kPreambleSize);
   Preamble p;
   uint64_t magic = d.Get<uint64_t>("magic");
-  uint32_t version = d.Get<uint32_t>("version");
+  p.version = d.Get<uint32_t>("version");
   (void)d.Get<uint32_t>("reserved");
   p.header_length = d.Get<uint64_t>("header_length");
   p.data_offset = d.Get<uint64_t>("data_offset");
@@ -207,8 +213,8 @@ StatusOr<Preamble> ReadPreamble(Env& env, const std::string& path, std::vector<u
   p.header_checksum = d.Get<uint64_t>("header_checksum");
   p.seed = XXH3_64bits(raw, kPreambleChecksummed);
   if (magic != kEntryMagic) return Corrupt(path + ": bad magic (not a cold entry)");
-  if (version != kEntryFormatVersion) {
-    return Corrupt(path + ": unsupported format version " + std::to_string(version));
+  if (p.version != kEntryFormatVersion && p.version != kEntryFormatVersionRecurrent) {
+    return Corrupt(path + ": unsupported format version " + std::to_string(p.version));
   }
   if (p.header_length > kMaxHeaderLength || p.data_offset % kEntryAlign != 0 ||
       p.data_offset < kPreambleSize + p.header_length || p.file_size < p.data_offset) {
@@ -221,8 +227,9 @@ StatusOr<Preamble> ReadPreamble(Env& env, const std::string& path, std::vector<u
   return p;
 }
 
-// Parses the per-layer part of the header into h.config / h.min_reusable_offset.
+// Parses the per-layer part of the header into h.config / h.min_reusable_offset (h.format_version set).
 void DecodeConfig(Decoder& d, EntryHeader& h) {
+  const bool v2 = h.format_version == kEntryFormatVersionRecurrent;
   KvConfig& c = h.config;
   c.n_layer = d.Get<int32_t>("n_layer");
   c.n_kv_head = d.Get<int32_t>("n_kv_head");
@@ -231,8 +238,8 @@ void DecodeConfig(Decoder& d, EntryHeader& h) {
   c.block_size = d.Get<int32_t>("block_size");
   c.dtype = static_cast<KvDtype>(d.Get<uint8_t>("dtype"));
   for (int i = 0; i < 3; ++i) (void)d.Get<uint8_t>("reserved");
-  // 16 bytes per layer: refuse a layer count the header cannot hold before allocating for it.
-  if (c.n_layer < 0 || !d.Need(uint64_t(c.n_layer) * 16, "layers")) return;
+  // 16 bytes per layer (24 in version 2): refuse a layer count the header cannot hold before allocating.
+  if (c.n_layer < 0 || !d.Need(uint64_t(c.n_layer) * (v2 ? 24 : 16), "layers")) return;
   for (int32_t l = 0; l < c.n_layer; ++l) {
     LayerStateSpec spec;
     spec.kind = static_cast<StateKind>(d.Get<uint8_t>("layer kind"));
@@ -241,6 +248,7 @@ void DecodeConfig(Decoder& d, EntryHeader& h) {
     spec.window = d.Get<int32_t>("layer window");
     c.kinds.push_back(spec);
     h.min_reusable_offset.push_back(d.Get<int64_t>("layer min_reusable_offset"));
+    if (v2) c.kinds.back().state_floats = d.Get<int64_t>("layer state_floats");
   }
 }
 
@@ -261,6 +269,14 @@ Status ValidateHeader(const std::string& path, const EntryHeader& h) {
     if (s.kind != StateKind::kFull && s.kind != StateKind::kWindow && s.kind != StateKind::kRecurrent) {
       return Corrupt(path + ": unknown state kind " + std::to_string(int(s.kind)));
     }
+    if ((s.kind == StateKind::kRecurrent) != (s.state_floats != 0) || s.state_floats < 0) {
+      return Corrupt(path + ": layer state_floats " + std::to_string(s.state_floats) + " for a " +
+                     StateKindName(s.kind) + " layer");
+    }
+  }
+  if (EntryVersion(h.config) != h.format_version) {
+    return Corrupt(path + ": format version " + std::to_string(h.format_version) +
+                   (h.config.has_recurrent() ? " cannot hold recurrent layers" : " without a recurrent layer"));
   }
   if (h.n_pos != static_cast<int64_t>(h.tokens.size())) return Corrupt(path + ": n_pos != token count");
   for (const TensorRef& t : h.tensors) {
@@ -292,6 +308,7 @@ StatusOr<EntryHeader> ReadHeader(Env& env, const std::string& path) {
   }
   Decoder d(raw.data(), raw.size());
   EntryHeader h;
+  h.format_version = p.version;
   h.data_offset = p.data_offset;
   h.file_size = p.file_size;
   h.identity = d.GetStr("identity");

@@ -39,6 +39,7 @@ struct TensorRef {
 
 // Everything the header says, plus where the data lies. Enough to index an entry without reading data.
 struct EntryHeader {
+  uint32_t format_version = 0;  // kEntryFormatVersion, or kEntryFormatVersionRecurrent
   std::string identity;
   std::string ns;
   std::vector<int32_t> tokens;
@@ -49,7 +50,7 @@ struct EntryHeader {
   uint64_t data_offset = 0;
   uint64_t file_size = 0;
 
-  // Every layer can be trimmed to any offset (only full attention today).
+  // Every layer can be trimmed to any offset (only full attention; window and recurrent layers cannot).
   bool Trimmable() const;
   // The largest per-layer min_reusable_offset: the earliest offset at which the whole state is reusable.
   int64_t MinReusableOffset() const;
@@ -79,7 +80,8 @@ struct LoadedEntry {
 // checksum (a mismatch is reported as such, whatever the damaged bytes did to the deserializer).
 StatusOr<LoadedEntry> ReadEntry(Env& env, const std::string& path, bool verify_tensors);
 
-// Whether two configs describe the same stored geometry (layers, heads, dims, dtype, block size, kinds).
+// Whether two configs describe the same stored geometry (layers, heads, dims, dtype, block size, kinds,
+// windows, recurrent state sizes).
 bool SameGeometry(const KvConfig& a, const KvConfig& b);
 
 }  // namespace ember

@@ -13,6 +13,10 @@ Status ValidateJob(const BatchJob& job) {
   if (!std::equal(job.seq->tokens().begin(), job.seq->tokens().end(), job.prompt.begin())) {
     return InvalidArgument("generate: the sequence's tokens are not a prefix of the prompt");
   }
+  if (!std::is_sorted(job.checkpoints.begin(), job.checkpoints.end()) ||
+      (!job.checkpoints.empty() && (job.checkpoints.front() < 1 || job.checkpoints.back() >= L))) {
+    return InvalidArgument("generate: checkpoints must be ascending prompt positions in [1, prompt length)");
+  }
   EMBER_RETURN_IF_ERROR(job.options.sampling.Validate());
   EMBER_RETURN_IF_ERROR(job.options.speculative.Validate());
   if (job.options.top_logprobs < -1 || job.options.top_logprobs > kMaxTopLogprobs) {
@@ -48,6 +52,8 @@ void GenSequence::Begin(const Engine& engine, uint64_t order, bool drafting) {
     sampler_->set_constraint(job_.options.constraint);
     for (int32_t t : job_.prompt) sampler_->Accept(t);  // the penalty window sees the whole context
     if (!drafting || !job_.options.speculative.enabled()) return;
+    // A hybrid's recurrent state cannot be cut back past a rejected draft (docs/hybrid.md): no drafts.
+    if (engine.model().config().hybrid()) return;
     StatusOr<std::unique_ptr<Drafter>> d = MakeDrafter(job_.options.speculative);
     if (!d.ok()) return Fail(d.status());
     drafter_ = std::move(*d);
@@ -159,6 +165,16 @@ int64_t GenSequence::OnDecodeRows(const float* rows, int64_t n_vocab) {
 void GenSequence::OnPromptRows(int64_t rows, double compute_s) {
   result_.gen.prompt_tokens += rows;
   result_.prefill_compute_s += compute_s;
+  const int64_t at = job_.seq->n_pos();
+  if (job_.on_checkpoint && std::binary_search(job_.checkpoints.begin(), job_.checkpoints.end(), at)) {
+    Guarded([&] { job_.on_checkpoint(*job_.seq); });
+  }
+}
+
+int64_t GenSequence::RowsToCheckpoint() const {
+  const int64_t at = job_.seq->n_pos();
+  auto it = std::upper_bound(job_.checkpoints.begin(), job_.checkpoints.end(), at);
+  return it == job_.checkpoints.end() ? 0 : *it - at;
 }
 
 void GenSequence::OnPromptDone(const float* logits) {

@@ -31,6 +31,11 @@ struct BatchJob {
   // Step thread, once: after the last prompt position is forwarded, before the first token is sampled
   // (the session layer stores its prompt-boundary cache entry here).
   std::function<void(const Sequence&)> on_prompt_done;
+  // Prompt positions (ascending, inside the prompt) where a prompt chunk must end so the caller can keep
+  // the state there (a hybrid's recurrent state exists only where a chunk ends; docs/hybrid.md): after
+  // the chunk that reaches one, on_checkpoint runs on the step thread with the sequence at that position.
+  std::vector<int64_t> checkpoints;
+  std::function<void(const Sequence&)> on_checkpoint;
   TokenCallback on_token;                // step thread; return false to stop (kCallback)
 };
 
@@ -66,8 +71,11 @@ class GenSequence {
   int64_t OnDecodeRows(const float* rows, int64_t n_vocab);
   // After a step whose chunk ended the prompt: on_prompt_done, then the first sample.
   void OnPromptDone(const float* logits);
-  // A prompt chunk of `rows` went through (their share of the step: `compute_s`).
+  // A prompt chunk of `rows` went through (their share of the step: `compute_s`); on_checkpoint if the
+  // sequence now stands at one of its checkpoints.
   void OnPromptRows(int64_t rows, double compute_s);
+  // Prefilling: rows up to its next checkpoint after n_pos (0: none left).
+  int64_t RowsToCheckpoint() const;
 
   void Cancel();                           // finishes as kCancelled
   void Fail(Status st);                    // finishes with that error

@@ -56,6 +56,7 @@ std::vector<std::shared_ptr<GenSequence>> StepLoop::Turn() {
 // notes the earlier one (if any) that is still prefilling more of that prefix: it waits for it.
 void StepLoop::ShareInFlight() {
   waits_.clear();
+  share_cuts_.clear();
   for (auto& jp : active_) {
     GenSequence& j = *jp;
     if (j.finished() || j.decoding() || j.job().share_key.empty()) continue;
@@ -90,7 +91,13 @@ void StepLoop::ShareInFlight() {
         j.result().shared_tokens += best - before;
       });
     }
-    if (!j.finished() && will_reach > j.seq().n_pos()) waits_[j.order()] = wait_on;
+    if (!j.finished() && will_reach > j.seq().n_pos()) {
+      waits_[j.order()] = wait_on;
+      if (j.seq().kv().config().has_recurrent()) {  // the donor must stop exactly there to be viewable
+        auto [it, fresh] = share_cuts_.emplace(wait_on, will_reach);
+        if (!fresh) it->second = std::min(it->second, will_reach);
+      }
+    }
   }
 }
 
@@ -133,6 +140,10 @@ std::vector<PlannedSeq> StepLoop::Describe() {
       p.decode_rows = static_cast<int64_t>(a->decode_tokens().size());
     } else {
       p.prompt_left = a->prompt_len() - p.n_pos;
+      p.cut_rows = a->RowsToCheckpoint();
+      if (auto c = share_cuts_.find(p.id); c != share_cuts_.end() && c->second > p.n_pos) {
+        p.cut_rows = p.cut_rows > 0 ? std::min(p.cut_rows, c->second - p.n_pos) : c->second - p.n_pos;
+      }
       if (auto w = waits_.find(p.id); w != waits_.end()) {
         p.waits = true;
         p.waits_for = w->second;

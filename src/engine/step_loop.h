@@ -81,6 +81,9 @@ class StepLoop {
   std::unique_ptr<StepContext> ctx_;
   std::vector<std::shared_ptr<GenSequence>> active_;  // admission order
   std::unordered_map<uint64_t, uint64_t> waits_;      // this turn: sequence order -> the donor it waits for
+  // This turn: a donor that cannot be viewed short of its end (a hybrid) -> the shortest prefix a waiter
+  // shares with it, where its next chunk must end so the waiter can adopt it.
+  std::unordered_map<uint64_t, int64_t> share_cuts_;
   uint64_t next_order_ = 0;
   StepCostModel cost_;
   StepCounters counters_;

@@ -69,6 +69,7 @@ StepPlan PlanStep(std::span<const PlannedSeq> running, const StepBudget& budget,
     }
     if (room <= 0) continue;
     int64_t n = std::min(room, s->prompt_left);
+    if (s->cut_rows > 0) n = std::min(n, s->cut_rows);
     if (timed) {  // the first chunk always advances by min_prompt_rows; later ones only if they fit
       n = cost.PromptRowsWithin(plan.shape, s->n_pos, budget.target_ms, first_chunk ? budget.min_prompt_rows : 0, n);
     }

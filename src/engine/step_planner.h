@@ -15,6 +15,7 @@
 //    (never below min_prompt_rows, so a prompt always advances).
 //  * A sequence waiting for an earlier one to compute a shared prefix gets no rows this step. Only an
 //    earlier, still-prefilling sequence can be waited for, so waits never form a cycle.
+//  * A prompt chunk never runs past the sequence's cut (cut_rows): where a hybrid keeps a checkpoint.
 //  * A prefilling sequence whose mask is not ready keeps its last prompt row back (that row's logits
 //    are sampled right after the step).
 #pragma once
@@ -38,6 +39,8 @@ struct PlannedSeq {
   bool mask_ready = true;      // grammar mask for its next sample is ready
   bool waits = false;          // wants to wait for an earlier sequence computing its shared prefix...
   uint64_t waits_for = 0;      // ... this one
+  int64_t cut_rows = 0;        // > 0: its next prompt chunk ends at most this many rows ahead (a recurrent
+                               // state can be kept only where a chunk ends: a checkpoint, a shared prefix)
 };
 
 // A sequence in the queue, in arrival order.

@@ -401,6 +401,7 @@ StatusOr<std::vector<int64_t>> GgufFile::IntArray(const std::string& key) const 
     const uint8_t* p = v->elems + k * GgufScalarSize(t);
     switch (t) {
       case GgufType::kU8: out.push_back(Load<uint8_t>(p)); break;
+      case GgufType::kBool: out.push_back(Load<uint8_t>(p) != 0 ? 1 : 0); break;
       case GgufType::kI8: out.push_back(Load<int8_t>(p)); break;
       case GgufType::kU16: out.push_back(Load<uint16_t>(p)); break;
       case GgufType::kI16: out.push_back(Load<int16_t>(p)); break;

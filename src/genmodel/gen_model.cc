@@ -125,9 +125,23 @@ std::vector<float> Llama3FreqFactors(int head_dim, float base) {
   return f;
 }
 
+int RopeDims(const GenModelOptions& o, int hd) {
+  const int d = o.rope_dims > 0 ? o.rope_dims : hd / 4;
+  return std::max(2, std::min(hd, d - d % 2));
+}
+
 Status CheckShape(const GenModelOptions& o) {
-  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && o.arch != "gemma3")
-    return InvalidArgument("--arch must be llama, qwen2, qwen3 or gemma3 (got '" + o.arch + "')");
+  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && o.arch != "gemma3" && o.arch != "qwen35")
+    return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3 or qwen35 (got '" + o.arch + "')");
+  if (o.arch == "qwen35") {
+    if (o.full_attention_interval < 1 || o.ssm_state < 2 || o.ssm_groups < 1 || o.ssm_heads < 1 || o.ssm_conv < 2 ||
+        o.ssm_conv > 64 || o.rope_dims < 0)
+      return InvalidArgument("--full-attention-interval, --ssm-state (>= 2), --ssm-groups, --ssm-heads and --ssm-conv "
+                             "(2..64) must be positive");
+    if (o.ssm_heads % o.ssm_groups != 0)
+      return InvalidArgument("--ssm-heads must be a multiple of --ssm-groups");
+    if (o.rope_scaling != "none") return InvalidArgument("--rope-scaling llama3 applies to llama only");
+  }
   if (o.arch == "gemma3" && (o.sliding_window < -1 || o.swa_pattern < 0 || o.rope_base_swa <= 0 || o.logit_softcap < 0))
     return InvalidArgument("--sliding-window, --swa-pattern, --rope-base-swa and --logit-softcap must not be negative");
   if (o.arch == "gemma3" && o.rope_scaling != "none")
@@ -164,7 +178,7 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
   w.SetU32(a + ".attention.value_length", hd);
   w.SetF32(a + ".attention.layer_norm_rms_epsilon", a == "llama" ? 1e-5f : 1e-6f);
   w.SetF32(a + ".rope.freq_base", rope_base);
-  w.SetU32(a + ".rope.dimension_count", hd);
+  w.SetU32(a + ".rope.dimension_count", a == "qwen35" ? RopeDims(o, hd) : hd);
   w.SetU32(a + ".vocab_size", n_vocab);
   if (a == "gemma3") {
     const int window = o.sliding_window < 0 ? 512 : o.sliding_window;
@@ -175,6 +189,54 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
     }
     if (o.logit_softcap > 0) w.SetF32(a + ".final_logit_softcapping", o.logit_softcap);
   }
+  if (a == "qwen35") {
+    w.SetU32(a + ".ssm.conv_kernel", o.ssm_conv);
+    w.SetU32(a + ".ssm.state_size", o.ssm_state);
+    w.SetU32(a + ".ssm.group_count", o.ssm_groups);
+    w.SetU32(a + ".ssm.time_step_rank", o.ssm_heads);
+    w.SetU32(a + ".ssm.inner_size", o.ssm_heads * o.ssm_state);
+    w.SetU32(a + ".full_attention_interval", o.full_attention_interval);
+    // Text positions are equal in every section; the split only matters to llama.cpp's loader.
+    const int half = RopeDims(o, hd) / 2;
+    w.SetI32Array(a + ".rope.dimension_sections", {(half + 2) / 3, (half + 1) / 3, half / 3, 0});
+  }
+}
+
+// An attention layer's projections (qwen35: attn_q carries [q | gate] per head).
+Status WriteAttention(const GenModelOptions& o, const std::string& p, int hd, Builder& b) {
+  const int q = o.n_head * hd, kv = o.n_head_kv * hd;
+  const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_q.weight", o.n_embd, o.arch == "qwen35" ? 2 * q : q, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_k.weight", o.n_embd, kv, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_v.weight", o.n_embd, kv, s_embd, o.type));
+  if (o.arch == "qwen2") {
+    EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q.bias", q, 0.0f, 0.1f));
+    EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k.bias", kv, 0.0f, 0.1f));
+    EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_v.bias", kv, 0.0f, 0.1f));
+  }
+  if (o.arch == "qwen3" || o.arch == "gemma3" || o.arch == "qwen35") {
+    EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f));
+    EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f));
+  }
+  return b.Matrix(p + "attn_output.weight", q, o.n_embd, 0.5f / std::sqrt(static_cast<float>(q)), o.type);
+}
+
+// A qwen35 gated-delta-net layer (model/delta_net.h). Decays stay in a useful range: ssm_a ~ -1 and
+// softplus(alpha + dt) ~ 0.7 give exp(g) ~ 0.5, so the state neither vanishes nor saturates.
+Status WriteDeltaNet(const GenModelOptions& o, const std::string& p, Builder& b) {
+  const int key_dim = o.ssm_groups * o.ssm_state, inner = o.ssm_heads * o.ssm_state;
+  const int channels = 2 * key_dim + inner;
+  const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_qkv.weight", o.n_embd, channels, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_gate.weight", o.n_embd, inner, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ssm_conv1d.weight", o.ssm_conv, channels,
+                                 1.0f / std::sqrt(static_cast<float>(o.ssm_conv)), GgmlType::F32));
+  EMBER_RETURN_IF_ERROR(b.Vector(p + "ssm_dt.bias", o.ssm_heads, 0.0f, 0.5f));
+  EMBER_RETURN_IF_ERROR(b.Vector(p + "ssm_a", o.ssm_heads, -1.0f, 0.15f));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ssm_beta.weight", o.n_embd, o.ssm_heads, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ssm_alpha.weight", o.n_embd, o.ssm_heads, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Vector(p + "ssm_norm.weight", o.ssm_state, 1.0f, 0.05f));
+  return b.Matrix(p + "ssm_out.weight", inner, o.n_embd, 0.5f / std::sqrt(static_cast<float>(inner)), o.type);
 }
 
 Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_base, Builder& b) {
@@ -189,27 +251,17 @@ Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_ba
     auto f = Llama3FreqFactors(hd, rope_base);
     EMBER_RETURN_IF_ERROR(b.Put("rope_freqs.weight", {static_cast<uint64_t>(f.size())}, f, GgmlType::F32));
   }
-  const int q = o.n_head * hd, kv = o.n_head_kv * hd;
-  const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
   for (int l = 0; l < o.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", o.n_embd, 1.0f, 0.05f));
-    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_q.weight", o.n_embd, q, s_embd, o.type));
-    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_k.weight", o.n_embd, kv, s_embd, o.type));
-    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_v.weight", o.n_embd, kv, s_embd, o.type));
-    if (o.arch == "qwen2") {
-      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q.bias", q, 0.0f, 0.1f));
-      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k.bias", kv, 0.0f, 0.1f));
-      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_v.bias", kv, 0.0f, 0.1f));
-    }
-    if (o.arch == "qwen3" || o.arch == "gemma3") {
-      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f));
-      EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f));
-    }
-    EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_output.weight", q, o.n_embd, 0.5f / std::sqrt(static_cast<float>(q)), o.type));
+    const bool recurrent = o.arch == "qwen35" && (l + 1) % o.full_attention_interval != 0;
+    EMBER_RETURN_IF_ERROR(recurrent ? WriteDeltaNet(o, p, b) : WriteAttention(o, p, hd, b));
     // Gemma's norm weights are stored as (1 + w), as convert_hf_to_gguf writes them: mean 1 here too.
     if (o.arch == "gemma3") EMBER_RETURN_IF_ERROR(b.Vector(p + "post_attention_norm.weight", o.n_embd, 1.0f, 0.05f));
-    EMBER_RETURN_IF_ERROR(b.Vector(p + "ffn_norm.weight", o.n_embd, 1.0f, 0.05f));
+    // qwen35 keeps the FFN's input norm under the name post_attention_norm.
+    EMBER_RETURN_IF_ERROR(b.Vector(p + (o.arch == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"),
+                                   o.n_embd, 1.0f, 0.05f));
+    const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
     EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate.weight", o.n_embd, o.n_ff, s_embd, o.type));
     EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_up.weight", o.n_embd, o.n_ff, s_embd, o.type));
     EMBER_RETURN_IF_ERROR(
@@ -234,6 +286,8 @@ StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family, Env* env)
   struct Family { const char* name; const char* pkg; const char* pre; int pad_to; };
   static const Family kFamilies[] = {{"llama3", "tokenizer-llama3", "llama-bpe", 0},
                                      {"qwen3", "tokenizer-qwen3", "qwen2", 151936},
+                                     // Qwen3.5's split rule (marks join letters) over the Qwen3 BPE
+                                     {"qwen35", "tokenizer-qwen3", "qwen35", 151936},
                                      {"gemma3", "tokenizer-gemma3", "default", 0}};
   for (const Family& f : kFamilies) {
     if (family != f.name) continue;
@@ -254,7 +308,7 @@ StatusOr<TokenizerSpec> LoadFamilyTokenizer(const std::string& family, Env* env)
     loaded[family] = spec;
     return spec;
   }
-  return InvalidArgument("--tokenizer must be llama3, qwen3 or gemma3 (got '" + family + "')");
+  return InvalidArgument("--tokenizer must be llama3, qwen3, qwen35 or gemma3 (got '" + family + "')");
 }
 
 Status GenerateModel(const GenModelOptions& o, const std::string& out_path, GenModelReport* report) {

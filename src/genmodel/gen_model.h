@@ -16,8 +16,8 @@
 namespace ember {
 
 struct GenModelOptions {
-  std::string arch = "llama";        // llama | qwen2 | qwen3 | gemma3
-  std::string tokenizer = "llama3";  // llama3 | qwen3 | gemma3
+  std::string arch = "llama";        // llama | qwen2 | qwen3 | gemma3 | qwen35
+  std::string tokenizer = "llama3";  // llama3 | qwen3 | qwen35 | gemma3
   int n_layer = 2;
   int n_embd = 256;
   int n_head = 4;
@@ -33,6 +33,14 @@ struct GenModelOptions {
   float rope_base_swa = 10000.0f;    // RoPE base of the window layers
   float logit_softcap = 0;           // > 0: writes final_logit_softcapping
   std::string rope_scaling = "none"; // none | llama3 (writes rope_freqs.weight)
+  // qwen35 only: the gated delta net layers (all but every full_attention_interval-th layer) and the
+  // attention layers' partial RoPE (rope_dims of head_dim; 0: head_dim / 4, as the real models).
+  int full_attention_interval = 4;
+  int ssm_state = 64;                // ssm.state_size: q/k/v head dim of the delta net
+  int ssm_groups = 2;                // ssm.group_count: q/k heads
+  int ssm_heads = 4;                 // ssm.time_step_rank: v heads (a multiple of ssm_groups)
+  int ssm_conv = 4;                  // ssm.conv_kernel
+  int rope_dims = 0;
   GgmlType type = GgmlType::F32;     // default weight type of the matrices
   GgmlType type_embd = GgmlType::F32;
   GgmlType type_output = GgmlType::F32;

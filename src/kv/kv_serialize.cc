@@ -32,6 +32,7 @@ Status WriteHeader(const KvConfig& c, uint32_t version, int64_t n_pos, ByteSink&
     const uint8_t kind[4] = {static_cast<uint8_t>(spec.kind), 0, 0, 0};
     EMBER_RETURN_IF_ERROR(sink.Write(kind, 4));
     EMBER_RETURN_IF_ERROR(Put(sink, spec.window));
+    if (version >= kKvFormatVersionRecurrent) EMBER_RETURN_IF_ERROR(Put(sink, spec.state_floats));
   }
   return Put(sink, n_pos);
 }
@@ -52,9 +53,10 @@ StatusOr<StreamHeader> ReadHeader(const KvConfig& c, ByteSource& src) {
   EMBER_RETURN_IF_ERROR(Get(src, &magic));
   if (magic != kKvMagic) return Corrupt("kv state stream: bad magic");
   EMBER_RETURN_IF_ERROR(Get(src, &version));
-  if (version != kKvFormatVersionFull && version != kKvFormatVersionWindow) {
+  if (version < kKvFormatVersionFull || version > kKvFormatVersionRecurrent) {
     return Unimplemented("kv state stream: format version " + std::to_string(version) + " (expected " +
-                         std::to_string(kKvFormatVersionFull) + " or " + std::to_string(kKvFormatVersionWindow) + ")");
+                         std::to_string(kKvFormatVersionFull) + " to " + std::to_string(kKvFormatVersionRecurrent) +
+                         ")");
   }
   uint8_t dtype[4];
   EMBER_RETURN_IF_ERROR(src.Read(dtype, 4));
@@ -74,6 +76,16 @@ StatusOr<StreamHeader> ReadHeader(const KvConfig& c, ByteSource& src) {
     EMBER_RETURN_IF_ERROR(Get(src, &window));
     if (kind[0] != static_cast<uint8_t>(spec.kind)) return Mismatch("layer state kind", int(spec.kind), kind[0]);
     if (window != spec.window) return Mismatch("layer window", spec.window, window);
+    if (version < kKvFormatVersionRecurrent) continue;
+    int64_t state_floats = 0;
+    EMBER_RETURN_IF_ERROR(Get(src, &state_floats));
+    if (state_floats != spec.state_floats) return Mismatch("layer state_floats", spec.state_floats, state_floats);
+  }
+  // Every kind matched; the version must be the one such a state writes (only version 3 carries
+  // recurrent layers, and only they make a writer choose it).
+  if ((version == kKvFormatVersionRecurrent) != c.has_recurrent()) {
+    return Corrupt("kv state stream: format version " + std::to_string(version) +
+                   (c.has_recurrent() ? " cannot hold recurrent layers" : " without a recurrent layer"));
   }
   int64_t n_pos = 0;
   EMBER_RETURN_IF_ERROR(Get(src, &n_pos));
@@ -84,11 +96,14 @@ StatusOr<StreamHeader> ReadHeader(const KvConfig& c, ByteSource& src) {
 }  // namespace
 
 Status KvState::Serialize(ByteSink& sink) const {
+  if (in_flux_) return FailedPrecondition("kv: cannot serialize a state whose recurrent layers are being updated");
   bool all_full = true;
   for (const Group& g : groups_) all_full = all_full && g.spec.kind == StateKind::kFull;
-  EMBER_RETURN_IF_ERROR(
-      WriteHeader(config_, all_full ? kKvFormatVersionFull : kKvFormatVersionWindow, n_pos_, sink));
-  if (!all_full) {
+  const uint32_t version = recurrent_bytes_ > 0 ? kKvFormatVersionRecurrent
+                           : all_full          ? kKvFormatVersionFull
+                                               : kKvFormatVersionWindow;
+  EMBER_RETURN_IF_ERROR(WriteHeader(config_, version, n_pos_, sink));
+  if (version != kKvFormatVersionFull) {
     for (int l = 0; l < config_.n_layer; ++l) EMBER_RETURN_IF_ERROR(Put(sink, held_from(l)));
   }
   const int64_t bs = config_.block_size;
@@ -111,6 +126,49 @@ Status KvState::Serialize(ByteSink& sink) const {
       }
     }
   }
+  return WriteRecurrent(sink);
+}
+
+Status KvState::WriteRecurrent(ByteSink& sink) const {
+  for (int l = 0; l < config_.n_layer; ++l) {
+    if (!IsRecurrent(l)) continue;
+    EMBER_RETURN_IF_ERROR(
+        sink.Write(RecurrentState(l), static_cast<size_t>(config_.kind(l).state_floats) * sizeof(float)));
+  }
+  return Status::Ok();
+}
+
+Status KvState::ReadRecurrent(ByteSource& source) {
+  for (int l = 0; l < config_.n_layer; ++l) {
+    if (!IsRecurrent(l)) continue;
+    EMBER_RETURN_IF_ERROR(
+        source.Read(RecurrentState(l), static_cast<size_t>(config_.kind(l).state_floats) * sizeof(float)));
+  }
+  return Status::Ok();
+}
+
+Status KvState::ReadBlocks(ByteSource& source, int64_t n_pos) {
+  const int64_t bs = config_.block_size;
+  const size_t elt = KvDtypeBytes(config_.dtype);
+  for (Group& g : groups_) {
+    for (size_t b = static_cast<size_t>(g.first); b < g.blocks.size(); ++b) {
+      const int64_t cnt = std::min<int64_t>(bs, n_pos - static_cast<int64_t>(b) * bs);
+      if (cnt == bs) {
+        EMBER_RETURN_IF_ERROR(source.Read(g.blocks[b]->data(), g.blocks[b]->bytes()));
+        continue;
+      }
+      for (int l : g.layers) {
+        for (int h = 0; h < config_.n_kv_head; ++h) {
+          auto* dst = const_cast<uint8_t*>(KHead(l, b, h));
+          EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config_.head_dim_k) * elt));
+        }
+        for (int h = 0; h < config_.n_kv_head; ++h) {
+          auto* dst = const_cast<uint8_t*>(VHead(l, b, h));
+          EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config_.head_dim_v) * elt));
+        }
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -119,10 +177,20 @@ StatusOr<KvState> KvState::Deserialize(const KvConfig& config, ByteSource& sourc
   EMBER_ASSIGN_OR_RETURN(const StreamHeader hdr, ReadHeader(config, source));
   const int64_t n_pos = hdr.n_pos;
   const int64_t bs = config.block_size;
-  // Held ranges: version 1 holds everything; version 2 says per layer, consistently per group.
+  // Held ranges: version 1 holds everything; versions 2 and 3 say per layer, consistently per group (a
+  // recurrent layer: n_pos, the one state it has).
   std::vector<int64_t> held(static_cast<size_t>(config.n_layer), 0);
-  if (hdr.version == kKvFormatVersionWindow) {
+  if (hdr.version != kKvFormatVersionFull) {
     for (int64_t& h : held) EMBER_RETURN_IF_ERROR(Get(source, &h));
+  }
+  uint64_t need = 0;  // bytes of data the stream must still hold (see below)
+  for (int l = 0; l < config.n_layer; ++l) {
+    if (!state.IsRecurrent(l)) continue;
+    if (held[static_cast<size_t>(l)] != n_pos) {
+      return Corrupt("kv state stream: recurrent layer " + std::to_string(l) + " holds from " +
+                     std::to_string(held[static_cast<size_t>(l)]) + ", not n_pos " + std::to_string(n_pos));
+    }
+    need += static_cast<uint64_t>(config.kind(l).state_floats) * sizeof(float);  // Validate bounds the sum
   }
   for (Group& g : state.groups_) {
     const int64_t h = held[static_cast<size_t>(g.layers[0])];
@@ -130,8 +198,8 @@ StatusOr<KvState> KvState::Deserialize(const KvConfig& config, ByteSource& sourc
       if (held[static_cast<size_t>(l)] != h) return Corrupt("kv state stream: layers of one group hold different ranges");
     }
     const bool window = g.spec.kind == StateKind::kWindow;
-    const int64_t need = window ? std::max<int64_t>(0, n_pos - g.spec.window) : 0;
-    if (h < 0 || h % bs != 0 || h > need) {
+    const int64_t needed_from = window ? std::max<int64_t>(0, n_pos - g.spec.window) : 0;
+    if (h < 0 || h % bs != 0 || h > needed_from) {
       return Corrupt("kv state stream: layer " + std::to_string(g.layers[0]) + " holds from " + std::to_string(h) +
                      ", which does not cover what position " + std::to_string(n_pos) + " needs");
     }
@@ -140,35 +208,16 @@ StatusOr<KvState> KvState::Deserialize(const KvConfig& config, ByteSource& sourc
   // Every held position is in the stream, so the stream must be that long before blocks are allocated
   // for it: a corrupt n_pos (up to 2^32) would otherwise reserve gigabytes for a few bytes of data.
   // No wrap: Validate keeps one position of all layers under kMaxKvBlockBytes (2^30), n_pos <= 2^32.
-  uint64_t need = 0;
   for (const Group& g : state.groups_) {
     need += g.layers.size() * config.layer_position_bytes() * static_cast<uint64_t>(n_pos - g.first * bs);
   }
   if (need > source.remaining()) {
     return Corrupt("kv state stream: " + std::to_string(n_pos) + " positions claimed, but only " +
-                   std::to_string(source.remaining()) + " bytes of K/V follow");
+                   std::to_string(source.remaining()) + " bytes of state follow");
   }
   EMBER_RETURN_IF_ERROR(state.Reserve(n_pos));
-  const size_t elt = KvDtypeBytes(config.dtype);
-  for (Group& g : state.groups_) {
-    for (size_t b = static_cast<size_t>(g.first); b < g.blocks.size(); ++b) {
-      const int64_t cnt = std::min<int64_t>(bs, n_pos - static_cast<int64_t>(b) * bs);
-      if (cnt == bs) {
-        EMBER_RETURN_IF_ERROR(source.Read(g.blocks[b]->data(), g.blocks[b]->bytes()));
-        continue;
-      }
-      for (int l : g.layers) {
-        for (int h = 0; h < config.n_kv_head; ++h) {
-          auto* dst = const_cast<uint8_t*>(state.KHead(l, b, h));
-          EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_k) * elt));
-        }
-        for (int h = 0; h < config.n_kv_head; ++h) {
-          auto* dst = const_cast<uint8_t*>(state.VHead(l, b, h));
-          EMBER_RETURN_IF_ERROR(source.Read(dst, static_cast<size_t>(cnt * config.head_dim_v) * elt));
-        }
-      }
-    }
-  }
+  EMBER_RETURN_IF_ERROR(state.ReadBlocks(source, n_pos));
+  EMBER_RETURN_IF_ERROR(state.ReadRecurrent(source));
   state.Commit(n_pos);
   return state;
 }

@@ -26,8 +26,64 @@ size_t KvConfig::layer_position_bytes() const {
   return (static_cast<size_t>(kv_dim_k()) + static_cast<size_t>(kv_dim_v())) * KvDtypeBytes(dtype);
 }
 
+namespace {
+
+int64_t RecurrentSliceFloats(int64_t state_floats) {
+  return (state_floats + kRecurrentAlignFloats - 1) / kRecurrentAlignFloats * kRecurrentAlignFloats;
+}
+
+// Per-layer checks of Validate: each kind's own fields, and the recurrent block's size bound.
+Status ValidateLayerKinds(const std::vector<LayerStateSpec>& kinds) {
+  constexpr int64_t kMaxFloats = static_cast<int64_t>(kMaxKvBlockBytes / sizeof(float));
+  int64_t recurrent_floats = 0;  // padded; <= kMaxFloats after every step, so it never wraps
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const LayerStateSpec& s = kinds[i];
+    const std::string layer = "kv config: layer " + std::to_string(i);
+    if (s.kind != StateKind::kFull && s.kind != StateKind::kWindow && s.kind != StateKind::kRecurrent) {
+      return InvalidArgument(layer + " has an unknown state kind " + std::to_string(static_cast<int>(s.kind)));
+    }
+    if (s.kind != StateKind::kRecurrent && s.state_floats != 0) {
+      return InvalidArgument(layer + " is a " + StateKindName(s.kind) + " layer with state_floats " +
+                             std::to_string(s.state_floats) + " (only recurrent layers have one)");
+    }
+    if (s.kind == StateKind::kWindow && s.window <= 0) {
+      return InvalidArgument(layer + " is a window layer with window " + std::to_string(s.window) +
+                             " (must be positive)");
+    }
+    if (s.kind != StateKind::kRecurrent) continue;
+    if (s.window != 0) {
+      return InvalidArgument(layer + " is a recurrent layer with window " + std::to_string(s.window) + " (must be 0)");
+    }
+    if (s.state_floats <= 0 || s.state_floats > kMaxFloats ||
+        (recurrent_floats += RecurrentSliceFloats(s.state_floats)) > kMaxFloats) {
+      return InvalidArgument(layer + " is a recurrent layer with state_floats " + std::to_string(s.state_floats) +
+                             " (must be positive, and every recurrent layer's state together within the " +
+                             std::to_string(kMaxKvBlockBytes >> 20) + " MiB block limit)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool KvConfig::has_recurrent() const {
+  return std::any_of(kinds.begin(), kinds.end(),
+                     [](const LayerStateSpec& s) { return s.kind == StateKind::kRecurrent; });
+}
+
+size_t KvConfig::recurrent_bytes() const {
+  int64_t floats = 0;
+  for (const LayerStateSpec& s : kinds) {
+    if (s.kind == StateKind::kRecurrent) floats += RecurrentSliceFloats(s.state_floats);
+  }
+  return static_cast<size_t>(floats) * sizeof(float);
+}
+
 size_t KvConfig::block_bytes() const {
-  return layer_position_bytes() * static_cast<size_t>(block_size) * static_cast<size_t>(n_layer);
+  const auto recurrent = std::count_if(kinds.begin(), kinds.end(),
+                                       [](const LayerStateSpec& s) { return s.kind == StateKind::kRecurrent; });
+  const size_t attention = static_cast<size_t>(n_layer) - static_cast<size_t>(recurrent);
+  return layer_position_bytes() * static_cast<size_t>(block_size) * attention;
 }
 
 Status KvConfig::Validate() const {
@@ -53,24 +109,7 @@ Status KvConfig::Validate() const {
                            std::to_string(n_layer) + " layers");
   }
   if (window_margin < -1) return InvalidArgument("kv config: window_margin must be -1 (auto) or >= 0");
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    const StateKind k = kinds[i].kind;
-    if (k == StateKind::kFull) continue;
-    if (k == StateKind::kWindow) {
-      if (kinds[i].window <= 0) {
-        return InvalidArgument("kv config: layer " + std::to_string(i) + " is a window layer with window " +
-                               std::to_string(kinds[i].window) + " (must be positive)");
-      }
-      continue;
-    }
-    if (k == StateKind::kRecurrent) {
-      return Unimplemented("kv config: layer " + std::to_string(i) + " has state kind '" +
-                           StateKindName(k) + "', which ember does not implement yet");
-    }
-    return InvalidArgument("kv config: layer " + std::to_string(i) + " has an unknown state kind " +
-                           std::to_string(static_cast<int>(k)));
-  }
-  return Status::Ok();
+  return ValidateLayerKinds(kinds);
 }
 
 KvBlock::KvBlock(size_t bytes)
@@ -79,11 +118,20 @@ KvBlock::KvBlock(size_t bytes)
 KvBlock::~KvBlock() { ::operator delete(data_, std::align_val_t(64)); }
 
 KvState::KvState(const KvConfig& config) : config_(config) {
-  // Groups in order of their first layer; a window group per distinct window.
+  // Groups in order of their first layer; a window group per distinct window. Recurrent layers get a
+  // slice of the one recurrent block instead.
   layer_group_.resize(static_cast<size_t>(config_.n_layer));
   layer_slot_.resize(static_cast<size_t>(config_.n_layer));
+  recurrent_offset_.resize(static_cast<size_t>(config_.n_layer));
+  int64_t recurrent_floats = 0;
   for (int32_t l = 0; l < config_.n_layer; ++l) {
     const LayerStateSpec spec = config_.kind(l);
+    if (spec.kind == StateKind::kRecurrent) {
+      layer_group_[static_cast<size_t>(l)] = -1;
+      recurrent_offset_[static_cast<size_t>(l)] = recurrent_floats;
+      recurrent_floats += RecurrentSliceFloats(spec.state_floats);
+      continue;
+    }
     size_t g = 0;
     while (g < groups_.size() && !(groups_[g].spec.kind == spec.kind &&
                                    (spec.kind != StateKind::kWindow || groups_[g].spec.window == spec.window))) {
@@ -91,7 +139,7 @@ KvState::KvState(const KvConfig& config) : config_(config) {
     }
     if (g == groups_.size()) {
       groups_.emplace_back();
-      groups_.back().spec = spec.kind == StateKind::kWindow ? spec : LayerStateSpec{spec.kind, 0};
+      groups_.back().spec = spec.kind == StateKind::kWindow ? spec : LayerStateSpec{spec.kind, 0, 0};
     }
     layer_group_[static_cast<size_t>(l)] = static_cast<int32_t>(g);
     layer_slot_[static_cast<size_t>(l)] = static_cast<int32_t>(groups_[g].layers.size());
@@ -100,11 +148,18 @@ KvState::KvState(const KvConfig& config) : config_(config) {
   for (Group& g : groups_) {
     g.block_bytes = config_.layer_position_bytes() * static_cast<size_t>(config_.block_size) * g.layers.size();
   }
+  recurrent_bytes_ = static_cast<size_t>(recurrent_floats) * sizeof(float);
 }
 
 StatusOr<KvState> KvState::Create(const KvConfig& config) {
   EMBER_RETURN_IF_ERROR(config.Validate());
-  return KvState(config);
+  KvState state(config);
+  if (state.recurrent_bytes_ > 0) {
+    // The recurrent state before any position: zeros (the alignment padding too: never read, but defined).
+    state.recurrent_ = std::make_shared<KvBlock>(state.recurrent_bytes_);
+    std::memset(state.recurrent_->data(), 0, state.recurrent_bytes_);
+  }
+  return state;
 }
 
 bool KvState::CanTrimGroupTo(const Group& g, int64_t p) const {
@@ -114,6 +169,7 @@ bool KvState::CanTrimGroupTo(const Group& g, int64_t p) const {
 
 bool KvState::CanTrimTo(int64_t p) const {
   if (p < 0 || p > n_pos_) return false;
+  if (recurrent_bytes_ > 0 && (p != n_pos_ || in_flux_)) return false;  // a recurrent state cannot rewind
   for (const Group& g : groups_) {
     if (!CanTrimGroupTo(g, p)) return false;
   }
@@ -121,15 +177,25 @@ bool KvState::CanTrimTo(int64_t p) const {
 }
 
 int64_t KvState::held_from(int layer) const {
+  if (IsRecurrent(layer)) return n_pos_;
   return groups_[static_cast<size_t>(layer_group_[static_cast<size_t>(layer)])].first * config_.block_size;
 }
 
-Status KvState::TrimTo(int64_t p) {
-  if (!CanTrimTo(p)) {
-    return InvalidArgument("kv: cannot trim to " + std::to_string(p) + " (state holds " + std::to_string(n_pos_) +
-                           " positions" + (p >= 0 && p <= n_pos_ ? "; a window layer no longer holds the keys "
-                                                                  "that position needs" : "") + ")");
+Status KvState::TrimError(const char* what, int64_t p) const {
+  const std::string head = "kv: cannot " + std::string(what) + " " + std::to_string(p) + " (state holds " +
+                           std::to_string(n_pos_) + " positions";
+  if (in_flux_) {
+    return FailedPrecondition(head + "; its recurrent layers are being updated: Reserve without Commit)");
   }
+  if (p < 0 || p > n_pos_) return InvalidArgument(head + ")");
+  if (recurrent_bytes_ > 0 && p != n_pos_) {
+    return InvalidArgument(head + "; a recurrent layer holds only the state after the last position)");
+  }
+  return InvalidArgument(head + "; a window layer no longer holds the keys that position needs)");
+}
+
+Status KvState::TrimTo(int64_t p) {
+  if (!CanTrimTo(p)) return TrimError("trim to", p);
   const size_t keep = static_cast<size_t>((p + config_.block_size - 1) / config_.block_size);
   for (Group& g : groups_) g.blocks.resize(std::min(keep, g.blocks.size()));
   n_pos_ = p;
@@ -137,12 +203,9 @@ Status KvState::TrimTo(int64_t p) {
 }
 
 StatusOr<KvState> KvState::View(int64_t p) const {
-  if (!CanTrimTo(p)) {
-    return InvalidArgument("kv: cannot view " + std::to_string(p) + " positions of a state holding " +
-                           std::to_string(n_pos_) + (p >= 0 && p <= n_pos_ ? " (a window layer no longer holds "
-                                                                            "the keys that position needs)" : ""));
-  }
+  if (!CanTrimTo(p)) return TrimError("view", p);
   KvState view(config_);
+  view.recurrent_ = recurrent_;  // p == n_pos: the state after p positions, shared
   const size_t keep = static_cast<size_t>((p + config_.block_size - 1) / config_.block_size);
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const Group& g = groups_[gi];
@@ -156,12 +219,13 @@ StatusOr<KvState> KvState::View(int64_t p) const {
 }
 
 size_t KvState::bytes() const {
-  size_t total = 0;
+  size_t total = recurrent_ ? recurrent_bytes_ : 0;
   for (const Group& g : groups_) total += static_cast<size_t>(static_cast<int64_t>(g.blocks.size()) - g.first) * g.block_bytes;
   return total;
 }
 
 size_t KvState::group_bytes(int layer) const {
+  if (IsRecurrent(layer)) return recurrent_ ? recurrent_bytes_ : 0;
   const Group& g = groups_[static_cast<size_t>(layer_group_[static_cast<size_t>(layer)])];
   return static_cast<size_t>(static_cast<int64_t>(g.blocks.size()) - g.first) * g.block_bytes;
 }
@@ -170,6 +234,7 @@ void KvState::ForEachBlock(const std::function<void(const void*, size_t)>& fn) c
   for (const Group& g : groups_) {
     for (size_t b = static_cast<size_t>(g.first); b < g.blocks.size(); ++b) fn(g.blocks[b].get(), g.block_bytes);
   }
+  if (recurrent_) fn(recurrent_.get(), recurrent_bytes_);
 }
 
 const std::shared_ptr<KvBlock>* KvState::HeldBlock(size_t i) const {
@@ -178,7 +243,7 @@ const std::shared_ptr<KvBlock>* KvState::HeldBlock(size_t i) const {
     if (i < held) return &g.blocks[static_cast<size_t>(g.first) + i];
     i -= held;
   }
-  return nullptr;
+  return i == 0 && recurrent_ ? &recurrent_ : nullptr;
 }
 
 long KvState::BlockUseCount(size_t i) const {
@@ -189,7 +254,7 @@ long KvState::BlockUseCount(size_t i) const {
 size_t KvState::n_blocks() const {
   size_t n = 0;
   for (const Group& g : groups_) n += g.blocks.size() - static_cast<size_t>(g.first);
-  return n;
+  return n + (recurrent_ ? 1 : 0);
 }
 
 Status KvState::Reserve(int64_t n) {
@@ -212,11 +277,22 @@ Status KvState::Reserve(int64_t n) {
       }
     }
   }
+  if (recurrent_bytes_ > 0) {
+    EMBER_CHECK(recurrent_ != nullptr);  // only a moved-from state lacks it
+    if (recurrent_.use_count() > 1) {  // shared with a view or a cache entry: the pass updates in place
+      auto copy = std::make_shared<KvBlock>(recurrent_bytes_);
+      std::memcpy(copy->data(), recurrent_->data(), recurrent_bytes_);
+      recurrent_ = std::move(copy);
+      cow_bytes_copied_ += recurrent_bytes_;
+    }
+    in_flux_ = true;
+  }
   return Status::Ok();
 }
 
 void KvState::Commit(int64_t n) {
   n_pos_ += n;
+  in_flux_ = false;
   Release();
 }
 
@@ -242,6 +318,7 @@ uint8_t* KvState::MutableHead(bool v, int layer, int64_t pos, int kv_head) {
   const int64_t bs = config_.block_size;
   const size_t elt = KvDtypeBytes(config_.dtype);
   const size_t b = static_cast<size_t>(pos / bs);
+  EMBER_CHECK(!IsRecurrent(layer));
   Group& g = groups_[static_cast<size_t>(layer_group_[static_cast<size_t>(layer)])];
   EMBER_CHECK(pos >= n_pos_ && b < g.blocks.size() && g.blocks[b].use_count() == 1);
   const int64_t slot = pos % bs;
@@ -279,6 +356,7 @@ void KvState::StoreV(int layer, int64_t pos, const float* row) {
 }
 
 const uint8_t* KvState::KHead(int layer, int64_t block, int kv_head) const {
+  EMBER_CHECK(!IsRecurrent(layer));
   const size_t elt = KvDtypeBytes(config_.dtype);
   const size_t off = LayerOffset(layer) +
                      static_cast<size_t>(int64_t{kv_head} * config_.block_size * config_.head_dim_k) * elt;
@@ -288,6 +366,7 @@ const uint8_t* KvState::KHead(int layer, int64_t block, int kv_head) const {
 }
 
 const uint8_t* KvState::VHead(int layer, int64_t block, int kv_head) const {
+  EMBER_CHECK(!IsRecurrent(layer));
   const size_t elt = KvDtypeBytes(config_.dtype);
   const size_t off = LayerOffset(layer) +
                      static_cast<size_t>(config_.kv_dim_k() * config_.block_size) * elt +
@@ -295,6 +374,18 @@ const uint8_t* KvState::VHead(int layer, int64_t block, int kv_head) const {
   const Group& g = groups_[static_cast<size_t>(layer_group_[static_cast<size_t>(layer)])];
   EMBER_CHECK(block >= g.first && static_cast<size_t>(block) < g.blocks.size());
   return g.blocks[static_cast<size_t>(block)]->data() + off;
+}
+
+float* KvState::RecurrentState(int layer) {
+  EMBER_CHECK(layer >= 0 && layer < config_.n_layer && IsRecurrent(layer));
+  // Between Reserve and Commit: Reserve made the block this state's own, so no view or entry sees writes.
+  EMBER_CHECK(in_flux_ && recurrent_.use_count() == 1);
+  return reinterpret_cast<float*>(recurrent_->data()) + recurrent_offset_[static_cast<size_t>(layer)];
+}
+
+const float* KvState::RecurrentState(int layer) const {
+  EMBER_CHECK(layer >= 0 && layer < config_.n_layer && IsRecurrent(layer) && recurrent_ != nullptr);
+  return reinterpret_cast<const float*>(recurrent_->data()) + recurrent_offset_[static_cast<size_t>(layer)];
 }
 
 }  // namespace ember

@@ -30,6 +30,9 @@ struct QkvStep {
   float* q;                 // [n_tok][n_head * head_dim_k]     out
   float* k;                 // [n_tok][n_head_kv * head_dim_k]  out
   float* v;                 // [n_tok][n_head_kv * head_dim_v]  out
+  // Archs with an attention output gate (ArchSpec::attn_gate, qwen35): wq yields [q | gate] per head.
+  float* qg = nullptr;      // [n_tok][2 * n_head * head_dim_k]  scratch for that joint projection
+  float* gate = nullptr;    // [n_tok][n_head * head_dim_k]      out: the gate, before its sigmoid
 };
 
 using QkvFn = void (*)(const QkvStep& step);
@@ -48,6 +51,12 @@ struct ArchSpec {
   QkvFn qkv;
   bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm after attention and FFN (gemma)
   FfnAct ffn_act = FfnAct::kSilu;
+  // qwen35: attn_q yields a per-head output gate beside q (attention output *= sigmoid(gate)); some
+  // layers are gated-delta-net layers (ModelConfig::recurrent_layers, model/delta_net.h); the FFN's
+  // input norm is stored as post_attention_norm.
+  bool attn_gate = false;
+  bool hybrid = false;
+  const char* ffn_norm_name = "ffn_norm.weight";
 };
 
 // nullptr for an architecture ember does not implement.

@@ -30,6 +30,11 @@ ForwardContext::ForwardContext(const Model& model, const ForwardOptions& options
   up_.resize(T * c.n_ff);
   rope_.resize(T * c.rope_n_dims);
   if (c.n_swa > 0) rope_swa_.resize(T * c.rope_n_dims);
+  if (model.arch().attn_gate) {
+    qg_.resize(T * 2 * c.q_dim());
+    att_gate_.resize(T * c.q_dim());
+  }
+  if (c.hybrid()) delta_.Resize(c, opts_.max_ubatch);
   opts_.max_logit_rows = std::max<int64_t>(1, std::min(opts_.max_logit_rows, opts_.max_ubatch));
   logits_.resize(static_cast<size_t>(opts_.all_logits ? opts_.max_ubatch : opts_.max_logit_rows) * c.n_vocab);
   pos_.resize(T);
@@ -121,21 +126,12 @@ Status ForwardContext::RunBatch(std::span<const ForwardSlice> slices, kernels::T
   const bool post_norms = model_.arch().post_norms;
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& w = model_.layers()[static_cast<size_t>(il)];
-    // ---- attention block ----
+    // ---- attention block (or, on a hybrid's recurrent layers, the gated delta net) ----
     NormRows(x_.data(), w.attn_norm, n, xn_.data(), pool);  // xn [T][n_embd]  attn_norm
-    const float* rope = c.is_swa(il) ? rope_swa_.data() : rope_.data();
-    const QkvStep step{c, w, pool, &times_, xn_.data(), n, pos_.data(), rope, q_.data(), k_.data(), v_.data()};
-    model_.arch().qkv(step);  // q [T][q_dim], k [T][kv_dim_k], v [T][kv_dim_v], roped
-    for (const Live& l : live) {
-      for (int64_t t = 0; t < l.n; ++t) {
-        l.kv->StoreK(il, l.pos0 + t, k_.data() + (l.row0 + t) * c.kv_dim_k());
-        l.kv->StoreV(il, l.pos0 + t, v_.data() + (l.row0 + t) * c.kv_dim_v());
-      }
-    }
-    Attention(live, il, pool);  // att [T][n_head*hd_v]
-    {
-      OpTimer timer(&times_, &times_.matmul_s);
-      kernels::MatMul(w.wo, att_.data(), n, proj_.data(), pool);  // proj [T][n_embd]  attn_out
+    if (c.is_recurrent(il)) {
+      DeltaNetBlock(live, il, n, pool);  // proj [T][n_embd]
+    } else {
+      AttentionBlock(live, il, n, pool);  // proj [T][n_embd]  attn_out
     }
     if (post_norms) NormRows(proj_.data(), w.attn_post_norm, n, proj_.data(), pool);  // attn_post_norm
     {
@@ -162,6 +158,41 @@ Status ForwardContext::RunBatch(std::span<const ForwardSlice> slices, kernels::T
   }
   if (!out_rows_.empty()) Output(pool);
   return Status::Ok();
+}
+
+void ForwardContext::AttentionBlock(std::span<const Live> live, int il, int64_t n, kernels::ThreadPool& pool) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& w = model_.layers()[static_cast<size_t>(il)];
+  const float* rope = c.is_swa(il) ? rope_swa_.data() : rope_.data();
+  QkvStep step{c, w, pool, &times_, xn_.data(), n, pos_.data(), rope, q_.data(), k_.data(), v_.data()};
+  step.qg = qg_.data();
+  step.gate = att_gate_.data();
+  model_.arch().qkv(step);  // q [T][q_dim], k [T][kv_dim_k], v [T][kv_dim_v], roped
+  for (const Live& l : live) {
+    for (int64_t t = 0; t < l.n; ++t) {
+      l.kv->StoreK(il, l.pos0 + t, k_.data() + (l.row0 + t) * c.kv_dim_k());
+      l.kv->StoreV(il, l.pos0 + t, v_.data() + (l.row0 + t) * c.kv_dim_v());
+    }
+  }
+  Attention(live, il, pool);  // att [T][n_head*hd_v]
+  if (model_.arch().attn_gate) {  // att *= sigmoid(gate) (qwen35)
+    OpTimer timer(&times_, &times_.other_s);
+    const int64_t dim = c.attn_out_dim();
+    pool.ParallelFor(n, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b * dim; i < e * dim; ++i) {
+        att_[static_cast<size_t>(i)] *= 1.0f / (1.0f + std::exp(-att_gate_[static_cast<size_t>(i)]));
+      }
+    });
+  }
+  OpTimer timer(&times_, &times_.matmul_s);
+  kernels::MatMul(w.wo, att_.data(), n, proj_.data(), pool);  // proj [T][n_embd]  attn_out
+}
+
+void ForwardContext::DeltaNetBlock(std::span<const Live> live, int il, int64_t n, kernels::ThreadPool& pool) {
+  delta_slices_.clear();
+  for (const Live& l : live) delta_slices_.push_back({l.kv, l.row0, l.n});
+  delta_.Forward(model_.config(), model_.layers()[static_cast<size_t>(il)], il, delta_slices_, xn_.data(), n,
+                 proj_.data(), pool, &times_);
 }
 
 void ForwardContext::Embed(const int32_t* tokens, int64_t row0, int64_t n, kernels::ThreadPool& pool) {

@@ -18,6 +18,7 @@
 #include "kernels/attention_head.h"
 #include "kernels/thread_pool.h"
 #include "kv/kv_state.h"
+#include "model/delta_net.h"
 #include "model/model.h"
 #include "model/op_times.h"
 
@@ -94,6 +95,10 @@ class ForwardContext {
   };
   void Attention(std::span<const Live> live, int layer, kernels::ThreadPool& pool);
   void FeedForward(const LayerWeights& w, int64_t n, kernels::ThreadPool& pool);
+  // proj [T][n_embd] = the attention block of `layer` for xn (K/V stored, attention, output gate, wo).
+  void AttentionBlock(std::span<const Live> live, int layer, int64_t n, kernels::ThreadPool& pool);
+  // proj [T][n_embd] = the gated delta net of `layer` for xn (model/delta_net.h).
+  void DeltaNetBlock(std::span<const Live> live, int layer, int64_t n, kernels::ThreadPool& pool);
   // Logits of the activation rows `rows` (out_rows_, in order) into logits_ rows 0..size-1.
   void Output(kernels::ThreadPool& pool);
 
@@ -113,6 +118,10 @@ class ForwardContext {
   std::vector<float> rope_;    // [T][rope_n_dims]  cos/sin per position
   std::vector<float> rope_swa_;  // [T][rope_n_dims]  the same for window layers' RoPE base (gemma3)
   std::vector<float> logits_;  // [T or max_logit_rows][n_vocab]
+  std::vector<float> qg_;      // attn_gate archs: [T][2 * q_dim]  joint q|gate projection
+  std::vector<float> att_gate_;  // attn_gate archs: [T][q_dim]    the attention output gate
+  DeltaNetScratch delta_;      // hybrid archs: the delta-net layers' buffers
+  std::vector<DeltaNetSlice> delta_slices_;  // per pass (reused)
   std::vector<int64_t> pos_;   // [T] each row's position in its sequence
   std::vector<int64_t> out_rows_;         // activation rows whose logits the pass computes
   std::vector<int64_t> slice_logit_row_;  // per slice of the last RunBatch: its first logits row, -1 none

@@ -9,9 +9,10 @@ extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kGemma3Arch;
+extern const ArchSpec kQwen35Arch;
 
 const ArchSpec* FindArch(const std::string& name) {
-  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kGemma3Arch}) {
+  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kGemma3Arch, &kQwen35Arch}) {
     if (name == a->name) return a;
   }
   return nullptr;

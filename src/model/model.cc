@@ -121,7 +121,24 @@ Status Model::BindLayer(int il, LayerWeights& w) {
   const ModelConfig& c = config_;
   uint64_t* b = &weight_bytes_;
   EMBER_ASSIGN_OR_RETURN(w.attn_norm, F32Vector(f, Blk(il, "attn_norm.weight"), c.n_embd));
-  EMBER_ASSIGN_OR_RETURN(w.wq, Matrix(f, Blk(il, "attn_q.weight"), c.n_embd, c.q_dim(), b));
+  EMBER_RETURN_IF_ERROR(c.is_recurrent(il) ? BindDeltaNet(il, w) : BindAttention(il, w));
+  if (arch_->post_norms) {
+    EMBER_ASSIGN_OR_RETURN(w.attn_post_norm, F32Vector(f, Blk(il, "post_attention_norm.weight"), c.n_embd));
+    EMBER_ASSIGN_OR_RETURN(w.ffn_post_norm, F32Vector(f, Blk(il, "post_ffw_norm.weight"), c.n_embd));
+  }
+  EMBER_ASSIGN_OR_RETURN(w.ffn_norm, F32Vector(f, Blk(il, arch_->ffn_norm_name), c.n_embd));
+  EMBER_ASSIGN_OR_RETURN(w.w_gate, Matrix(f, Blk(il, "ffn_gate.weight"), c.n_embd, c.n_ff, b));
+  EMBER_ASSIGN_OR_RETURN(w.w_up, Matrix(f, Blk(il, "ffn_up.weight"), c.n_embd, c.n_ff, b));
+  EMBER_ASSIGN_OR_RETURN(w.w_down, Matrix(f, Blk(il, "ffn_down.weight"), c.n_ff, c.n_embd, b));
+  return Status::Ok();
+}
+
+Status Model::BindAttention(int il, LayerWeights& w) {
+  const GgufFile& f = *file_;
+  const ModelConfig& c = config_;
+  uint64_t* b = &weight_bytes_;
+  const int64_t q_out = arch_->attn_gate ? 2 * c.q_dim() : c.q_dim();  // qwen35: [q | gate] per head
+  EMBER_ASSIGN_OR_RETURN(w.wq, Matrix(f, Blk(il, "attn_q.weight"), c.n_embd, q_out, b));
   EMBER_ASSIGN_OR_RETURN(w.wk, Matrix(f, Blk(il, "attn_k.weight"), c.n_embd, c.kv_dim_k(), b));
   EMBER_ASSIGN_OR_RETURN(w.wv, Matrix(f, Blk(il, "attn_v.weight"), c.n_embd, c.kv_dim_v(), b));
   EMBER_ASSIGN_OR_RETURN(w.wo, Matrix(f, Blk(il, "attn_output.weight"), c.attn_out_dim(), c.n_embd, b));
@@ -134,21 +151,42 @@ Status Model::BindLayer(int il, LayerWeights& w) {
     EMBER_ASSIGN_OR_RETURN(w.q_norm, F32Vector(f, Blk(il, "attn_q_norm.weight"), c.head_dim_k));
     EMBER_ASSIGN_OR_RETURN(w.k_norm, F32Vector(f, Blk(il, "attn_k_norm.weight"), c.head_dim_k));
   }
-  if (arch_->post_norms) {
-    EMBER_ASSIGN_OR_RETURN(w.attn_post_norm, F32Vector(f, Blk(il, "post_attention_norm.weight"), c.n_embd));
-    EMBER_ASSIGN_OR_RETURN(w.ffn_post_norm, F32Vector(f, Blk(il, "post_ffw_norm.weight"), c.n_embd));
+  return Status::Ok();
+}
+
+// The tensors llama.cpp 80fb11a requires of a qwen35 linear-attention layer (src/models/qwen35.cpp).
+Status Model::BindDeltaNet(int il, LayerWeights& w) {
+  const GgufFile& f = *file_;
+  const ModelConfig& c = config_;
+  uint64_t* b = &weight_bytes_;
+  const int64_t channels = c.ssm_conv_channels();
+  EMBER_ASSIGN_OR_RETURN(w.ssm_qkv, Matrix(f, Blk(il, "attn_qkv.weight"), c.n_embd, channels, b));
+  EMBER_ASSIGN_OR_RETURN(w.ssm_z, Matrix(f, Blk(il, "attn_gate.weight"), c.n_embd, c.ssm_d_inner, b));
+  EMBER_ASSIGN_OR_RETURN(w.ssm_beta, Matrix(f, Blk(il, "ssm_beta.weight"), c.n_embd, c.ssm_dt_rank, b));
+  EMBER_ASSIGN_OR_RETURN(w.ssm_alpha, Matrix(f, Blk(il, "ssm_alpha.weight"), c.n_embd, c.ssm_dt_rank, b));
+  EMBER_ASSIGN_OR_RETURN(w.ssm_out, Matrix(f, Blk(il, "ssm_out.weight"), c.ssm_d_inner, c.n_embd, b));
+  {
+    const std::string name = Blk(il, "ssm_conv1d.weight");
+    EMBER_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Tensor(f, name, {c.ssm_d_conv, channels}));
+    if (t->type != GgmlType::F32) {
+      return InvalidArgument("model: tensor '" + name + "' has type " + GgmlTypeName(t->type) + ", expected f32");
+    }
+    w.ssm_conv1d = reinterpret_cast<const float*>(t->data);
+    *b += t->n_bytes;
   }
-  EMBER_ASSIGN_OR_RETURN(w.ffn_norm, F32Vector(f, Blk(il, "ffn_norm.weight"), c.n_embd));
-  EMBER_ASSIGN_OR_RETURN(w.w_gate, Matrix(f, Blk(il, "ffn_gate.weight"), c.n_embd, c.n_ff, b));
-  EMBER_ASSIGN_OR_RETURN(w.w_up, Matrix(f, Blk(il, "ffn_up.weight"), c.n_embd, c.n_ff, b));
-  EMBER_ASSIGN_OR_RETURN(w.w_down, Matrix(f, Blk(il, "ffn_down.weight"), c.n_ff, c.n_embd, b));
+  EMBER_ASSIGN_OR_RETURN(w.ssm_dt, F32Vector(f, Blk(il, "ssm_dt.bias"), c.ssm_dt_rank));
+  EMBER_ASSIGN_OR_RETURN(w.ssm_a, F32Vector(f, Blk(il, "ssm_a"), c.ssm_dt_rank));
+  EMBER_ASSIGN_OR_RETURN(w.ssm_norm, F32Vector(f, Blk(il, "ssm_norm.weight"), c.ssm_d_state));
   return Status::Ok();
 }
 
 std::vector<kernels::WeightView*> Model::PackCandidates() {
   std::vector<kernels::WeightView*> views;
   for (LayerWeights& l : layers_) {
-    for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) views.push_back(w);
+    for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.ssm_qkv, &l.ssm_z,
+                                   &l.ssm_beta, &l.ssm_alpha, &l.ssm_out}) {
+      if (w->data != nullptr) views.push_back(w);  // a hybrid's layers have one set or the other
+    }
   }
   // A tied output is token_embd, whose rows the embedding lookup reads in their own layout anyway: a
   // copy would add to memory instead of replacing pages.
@@ -188,6 +226,16 @@ KvConfig Model::MakeKvConfig(KvDtype dtype, int32_t block_size) const {
   k.head_dim_v = static_cast<int32_t>(config_.head_dim_v);
   k.dtype = dtype;
   k.block_size = block_size;
+  if (config_.hybrid()) {
+    k.kinds.resize(static_cast<size_t>(config_.n_layer));
+    for (int64_t il = 0; il < config_.n_layer; ++il) {
+      if (config_.is_recurrent(il)) {
+        LayerStateSpec& spec = k.kinds[static_cast<size_t>(il)];
+        spec.kind = StateKind::kRecurrent;
+        spec.state_floats = config_.ssm_state_floats();
+      }
+    }
+  }
   if (config_.n_swa > 0) {
     k.kinds.resize(static_cast<size_t>(config_.n_layer));
     for (int64_t il = 0; il < config_.n_layer; ++il) {

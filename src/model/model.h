@@ -41,6 +41,16 @@ struct LayerWeights {
   kernels::WeightView w_gate;        // n_embd -> n_ff
   kernels::WeightView w_up;          // n_embd -> n_ff
   kernels::WeightView w_down;        // n_ff -> n_embd
+  // Gated delta net (qwen35 recurrent layers; model/delta_net.h). wq..wo and q/k norms are unset there.
+  kernels::WeightView ssm_qkv;       // attn_qkv:  n_embd -> conv channels (q, k, v)
+  kernels::WeightView ssm_z;         // attn_gate: n_embd -> ssm_d_inner (output gate z)
+  kernels::WeightView ssm_beta;      // n_embd -> ssm_dt_rank (beta, before its sigmoid)
+  kernels::WeightView ssm_alpha;     // n_embd -> ssm_dt_rank (decay input)
+  kernels::WeightView ssm_out;       // ssm_d_inner -> n_embd
+  const float* ssm_conv1d = nullptr; // [conv channels][ssm_d_conv]
+  const float* ssm_dt = nullptr;     // [ssm_dt_rank] bias of alpha
+  const float* ssm_a = nullptr;      // [ssm_dt_rank] -exp(A_log)
+  const float* ssm_norm = nullptr;   // [ssm_d_state] gated RMS norm of each v head
 };
 
 class Model {
@@ -86,6 +96,8 @@ class Model {
   Model() = default;
   Status Bind();
   Status BindLayer(int il, LayerWeights& w);
+  Status BindAttention(int il, LayerWeights& w);
+  Status BindDeltaNet(int il, LayerWeights& w);
   // The matmul weights PackWeights considers: every layer matrix and an untied output.
   std::vector<kernels::WeightView*> PackCandidates();
 

@@ -79,6 +79,44 @@ Status ReadGemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
   return Status::Ok();
 }
 
+// qwen35, as llama.cpp 80fb11a reads it (src/models/qwen35.cpp): the ssm.* sizes of the gated delta
+// net, and which layers are linear attention — attention.recurrent_layers (a bool/int array) when
+// present, else every layer but each full_attention_interval-th (default 4). rope.dimension_sections
+// only matters for images: text positions are the same in every section, which makes the interleaved
+// multi-section RoPE the NeoX rotation of the first rope.dimension_count dims.
+Status ReadQwen35(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  constexpr int64_t kMaxSsm = int64_t{1} << 16;
+  EMBER_ASSIGN_OR_RETURN(c.ssm_d_conv, Required(f, a + ".ssm.conv_kernel", 64));
+  EMBER_ASSIGN_OR_RETURN(c.ssm_d_state, Required(f, a + ".ssm.state_size", 1024));
+  EMBER_ASSIGN_OR_RETURN(c.ssm_n_group, Required(f, a + ".ssm.group_count", kMaxSsm));
+  EMBER_ASSIGN_OR_RETURN(c.ssm_dt_rank, Required(f, a + ".ssm.time_step_rank", kMaxSsm));
+  EMBER_ASSIGN_OR_RETURN(c.ssm_d_inner, Required(f, a + ".ssm.inner_size", hparams::kMaxWidth));
+  if (c.ssm_d_conv < 2) return InvalidArgument("model key '" + a + ".ssm.conv_kernel' must be at least 2");
+  if (c.ssm_d_inner != c.ssm_dt_rank * c.ssm_d_state) {
+    return InvalidArgument("model: ssm.inner_size (" + std::to_string(c.ssm_d_inner) +
+                           ") must be ssm.time_step_rank x ssm.state_size (" + std::to_string(c.ssm_dt_rank) + " x " +
+                           std::to_string(c.ssm_d_state) + ")");
+  }
+  if (c.ssm_dt_rank % c.ssm_n_group != 0) {
+    return InvalidArgument("model: ssm.time_step_rank (" + std::to_string(c.ssm_dt_rank) +
+                           ") must be a multiple of ssm.group_count (" + std::to_string(c.ssm_n_group) + ")");
+  }
+  c.recurrent_layers.assign(static_cast<size_t>(c.n_layer), false);
+  const std::string rkey = a + ".attention.recurrent_layers";
+  if (f.Find(rkey) != nullptr) {
+    EMBER_ASSIGN_OR_RETURN(std::vector<int64_t> flags, f.IntArray(rkey));
+    if (static_cast<int64_t>(flags.size()) < c.n_layer) {
+      return InvalidArgument("model key '" + rkey + "' has " + std::to_string(flags.size()) + " entries for " +
+                             std::to_string(c.n_layer) + " layers");
+    }
+    for (int64_t il = 0; il < c.n_layer; ++il) c.recurrent_layers[static_cast<size_t>(il)] = flags[static_cast<size_t>(il)] != 0;
+  } else {
+    EMBER_ASSIGN_OR_RETURN(int64_t interval, Optional(f, a + ".full_attention_interval", 4, hparams::kMaxLayers));
+    for (int64_t il = 0; il < c.n_layer; ++il) c.recurrent_layers[static_cast<size_t>(il)] = (il + 1) % interval != 0;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<float> Llama3FreqFactors(float freq_base, int64_t n_dims, float factor, float low_freq_factor,
@@ -132,6 +170,7 @@ StatusOr<ModelConfig> ReadModelConfig(const GgufFile& f, const std::string& a) {
   }
   EMBER_RETURN_IF_ERROR(ReadRopeScaling(f, a, c));
   if (a == "gemma3") EMBER_RETURN_IF_ERROR(ReadGemma3(f, a, c));
+  if (a == "qwen35") EMBER_RETURN_IF_ERROR(ReadQwen35(f, a, c));
   return c;
 }
 

@@ -13,7 +13,7 @@ namespace ember {
 class GgufFile;
 
 struct ModelConfig {
-  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3"
+  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3" | "qwen35"
   int64_t n_vocab = 0;       // rows of token_embd.weight
   int64_t n_embd = 0;
   int64_t n_layer = 0;
@@ -40,6 +40,23 @@ struct ModelConfig {
   float attn_scale = 0;               // > 0: q *= attn_scale before QK (and no 1/sqrt(d) after)
   float embd_scale = 1.0f;            // token embeddings *= embd_scale (gemma: sqrt(n_embd))
   float final_logit_softcap = 0;      // > 0: logits = cap * tanh(logits / cap)
+
+  // Gated delta net (qwen35 hybrids, docs/hybrid.md). recurrent_layers empty: every layer is attention.
+  std::vector<bool> recurrent_layers;  // per layer: true = linear-attention (delta net) layer
+  int64_t ssm_d_conv = 0;              // ssm.conv_kernel: causal conv1d taps
+  int64_t ssm_d_state = 0;             // ssm.state_size: head dim of the delta net's q, k and v
+  int64_t ssm_n_group = 0;             // ssm.group_count: q/k heads
+  int64_t ssm_dt_rank = 0;             // ssm.time_step_rank: v heads (each has its own decay and beta)
+  int64_t ssm_d_inner = 0;             // ssm.inner_size = ssm_dt_rank * ssm_d_state (value width)
+
+  bool is_recurrent(int64_t il) const { return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(il)]; }
+  bool hybrid() const { return !recurrent_layers.empty(); }
+  int64_t ssm_key_dim() const { return ssm_n_group * ssm_d_state; }
+  // Channels of the conv1d (and of the attn_qkv projection): q, k, then v.
+  int64_t ssm_conv_channels() const { return 2 * ssm_key_dim() + ssm_d_inner; }
+  // Floats of one delta-net layer's recurrent state: the conv window, then one S x S matrix per v head.
+  int64_t ssm_conv_state_floats() const { return (ssm_d_conv - 1) * ssm_conv_channels(); }
+  int64_t ssm_state_floats() const { return ssm_conv_state_floats() + ssm_dt_rank * ssm_d_state * ssm_d_state; }
 
   bool is_swa(int64_t il) const { return n_swa > 0 && swa_layers[static_cast<size_t>(il)]; }
   int64_t q_dim() const { return n_head * head_dim_k; }

@@ -134,7 +134,7 @@ class EngineBackend final : public InferenceBackend {
       : engine_(std::move(engine)), draft_(std::move(draft)), spec_(batch.spec), tiers_(std::move(tiers)), id_(std::move(id)),
         flush_timeout_s_(flush_timeout_s), parallel_(batch.parallel),
         budget_(KvBudgetOptions{batch.kv_budget_bytes, KvBytesPerPosition(engine_->kv_config()),
-                                engine_->kv_config().block_size},
+                                engine_->kv_config().block_size, engine_->kv_config().recurrent_bytes()},
                 tiers_.get()),
         lanes_(static_cast<size_t>(std::max(parallel_, 1))) {
     max_token_bytes_ = LongestPiece(*engine_->tokenizer());

@@ -7,6 +7,18 @@
 #include "session/kv_budget.h"
 
 namespace ember {
+namespace {
+
+// The token each chat turn starts with in the families ember's templates know (ChatML / Qwen, Llama 3,
+// Gemma); -1 when the vocabulary has none of them.
+int32_t TurnStartToken(const Tokenizer& tok) {
+  for (const char* text : {"<|im_start|>", "<|start_header_id|>", "<start_of_turn>"}) {
+    if (const int32_t id = tok.TokenId(text); id >= 0) return id;
+  }
+  return -1;
+}
+
+}  // namespace
 
 BatchedSession::BatchedSession(Engine& engine, BatchRunner* runner, PromptCache* cache, CachedSessionOptions options)
     : engine_(engine), runner_(runner), cache_(cache, nullptr), opts_(std::move(options)) {}
@@ -18,6 +30,22 @@ BatchedSession::BatchedSession(Engine& engine, BatchRunner* runner, TieredCache*
 double BatchedSession::Now() const {
   Env* env = opts_.env != nullptr ? opts_.env : Env::Default();
   return static_cast<double>(env->MonotonicMicros()) / 1e6;
+}
+
+// Where a hybrid keeps its recurrent state while prefilling past `adopted` (docs/hybrid.md): before each
+// turn start (the chat template's turn token), every checkpoint_every tokens, and at L - 1 — which serves
+// the same prompt again (its last token is forwarded anew) and any longer one.
+std::vector<int64_t> BatchedSession::CheckpointPositions(std::span<const int32_t> prompt, int64_t adopted) const {
+  const int64_t L = static_cast<int64_t>(prompt.size());
+  std::vector<int64_t> out;
+  const Tokenizer* tok = engine_.tokenizer();
+  const int32_t turn = tok != nullptr ? TurnStartToken(*tok) : -1;
+  const int64_t every = opts_.checkpoint_every;
+  for (int64_t i = adopted + 1; i < L - 1; ++i) {
+    if ((turn >= 0 && prompt[static_cast<size_t>(i)] == turn) || (every > 0 && i % every == 0)) out.push_back(i);
+  }
+  if (L - 1 > adopted) out.push_back(L - 1);
+  return out;
 }
 
 StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, const TokenCallback& on_token) {
@@ -59,6 +87,18 @@ StatusOr<SessionResult> BatchedSession::Generate(const SessionRequest& req, cons
       snapshot_status = snap.ok() ? cache_.Insert({prompt.begin(), prompt.end() - 1}, std::move(snap).value(), req.ns)
                                   : snap.status();
       r.snapshot_stored = snapshot_status.ok();
+    };
+  }
+  // Hybrids: checkpoints of the recurrent state, kept as cache entries sharing the attention blocks.
+  if (caching && seq->kv().config().has_recurrent()) {
+    job.checkpoints = CheckpointPositions(prompt, p);
+    job.on_checkpoint = [&](const Sequence& s) {
+      if (!snapshot_status.ok()) return;
+      StatusOr<std::unique_ptr<EntryState>> snap = SnapshotKv(s.kv(), s.n_pos());
+      snapshot_status = snap.ok() ? cache_.Insert({prompt.begin(), prompt.begin() + s.n_pos()}, std::move(snap).value(),
+                                                  req.ns)
+                                  : snap.status();
+      r.checkpoints_stored += snapshot_status.ok() ? 1 : 0;
     };
   }
   bool first = true;

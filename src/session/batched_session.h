@@ -49,6 +49,7 @@ class BatchedSession {
 
  private:
   double Now() const;
+  std::vector<int64_t> CheckpointPositions(std::span<const int32_t> prompt, int64_t adopted) const;
 
   Engine& engine_;
   BatchRunner* runner_;

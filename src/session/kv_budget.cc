@@ -17,12 +17,13 @@ uint64_t KvBudget::ReservationBytes(int64_t prompt_tokens, int64_t cached_tokens
   const int64_t positions = std::max<int64_t>(prompt_tokens - cached_tokens, 0) + std::max<int64_t>(max_tokens, 0) +
                             std::max<int64_t>(opts_.block_positions, 0);
   // Clamped: a request CheckAdmissible lets through always fits once it runs alone.
-  return std::min(static_cast<uint64_t>(positions) * opts_.bytes_per_position, opts_.budget_bytes);
+  return std::min(static_cast<uint64_t>(positions) * opts_.bytes_per_position + opts_.bytes_per_sequence,
+                  opts_.budget_bytes);
 }
 
 Status KvBudget::CheckAdmissible(int64_t prompt_tokens, int64_t max_tokens) const {
   const int64_t positions = std::max<int64_t>(prompt_tokens, 0) + std::max<int64_t>(max_tokens, 0);
-  const uint64_t bytes = static_cast<uint64_t>(positions) * opts_.bytes_per_position;
+  const uint64_t bytes = static_cast<uint64_t>(positions) * opts_.bytes_per_position + opts_.bytes_per_sequence;
   if (bytes <= opts_.budget_bytes) return Status::Ok();
   return InvalidArgument("the request needs " + std::to_string(positions) + " KV positions (" +
                          std::to_string(prompt_tokens) + " prompt + " + std::to_string(max_tokens) +

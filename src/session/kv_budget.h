@@ -4,7 +4,8 @@
 // rule); this file holds the budget's arithmetic and the cache side of it:
 //
 //   ReservationBytes: a live sequence reserves (prompt - cached + max_tokens + one block) positions ×
-//   the KV bytes of one position (KvConfig: every layer's K and V). Adopted blocks are the cache's,
+//   the KV bytes of one position (KvConfig: every attention layer's K and V), plus a hybrid's recurrent
+//   state (bytes_per_sequence; an adopted one is copied on the first write). Adopted blocks are the cache's,
 //   already counted in its resident bytes; the extra block is the partial tail block a sequence
 //   allocates ahead. Clamped to the budget, so a request that fits at all runs once it is alone.
 //   ShrinkCacheTo: the lane's "make room" (BatchJob::make_room): the RAM cache is demoted to SSD with
@@ -38,6 +39,8 @@ struct KvBudgetOptions {
   uint64_t budget_bytes = 0;         // > 0
   uint64_t bytes_per_position = 0;   // KvBytesPerPosition(engine KV config); > 0
   int64_t block_positions = 32;      // the KV block size: one block of slack per sequence
+  uint64_t bytes_per_sequence = 0;   // what a sequence holds whatever its length: a hybrid's recurrent
+                                     // state (KvConfig::recurrent_bytes; docs/hybrid.md)
 };
 
 struct KvBudgetStats {

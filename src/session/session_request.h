@@ -30,6 +30,7 @@ struct SessionResult {
   int64_t shared_tokens = 0;      // of cached_tokens: from an in-flight sequence (BatchedSession only)
   int64_t prefilled_tokens = 0;   // prompt positions this request forwarded
   bool snapshot_stored = false;   // a prompt-boundary entry at L - 1 was inserted
+  int64_t checkpoints_stored = 0; // hybrid models: recurrent-state checkpoints inserted (docs/hybrid.md)
   double ttft_s = 0;              // request start (before the lookup) -> first token sampled
   uint64_t cow_bytes_copied = 0;  // bytes of adopted blocks that extending the view copied
   int64_t entry_tokens = 0;       // length of the entry put back (0: none)
@@ -43,6 +44,9 @@ class KvBudget;
 
 struct CachedSessionOptions {
   int64_t snapshot_min_tokens = 256;
+  // Hybrid models (a recurrent state, reusable only at the exact position it was kept): besides the
+  // checkpoint before each turn start and at L - 1, one every this many prompt tokens (0: none).
+  int64_t checkpoint_every = 2048;
   // Memory admission (session/kv_budget.h): each job reserves ReservationBytes(prompt, adopted,
   // max_tokens) of it in the runner's queue, and its caller's thread shrinks the RAM cache to make room.
   // Null: no budget. Must outlive the session.

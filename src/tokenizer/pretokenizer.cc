@@ -5,6 +5,7 @@ namespace {
 
 using unicode::CpClass;
 using unicode::IsLetter;
+using unicode::IsMark;
 using unicode::IsNumber;
 using unicode::IsWhitespace;
 
@@ -48,28 +49,36 @@ size_t WhitespaceRunEnd(const Cursor& c, size_t pos, bool stop_after_newline) {
   return pos + 1;                                                          // no alternative matched
 }
 
-// llama3 / qwen2: the two differ only in how many digits form a word.
-size_t NextLlama3Word(const Cursor& c, size_t pos, size_t max_digits) {
+// What distinguishes the llama3-style matchers: how many digits form a word (llama3: 3, qwen2/qwen35: 1),
+// and whether combining marks (\p{M}) join letter runs and stay out of punctuation runs (qwen35 only).
+struct Llama3Style {
+  size_t max_digits;
+  bool marks_are_letters;
+};
+
+size_t NextLlama3Word(const Cursor& c, size_t pos, Llama3Style style) {
   if (size_t n = ContractionLen(c, pos, /*ignore_case=*/true)) return pos + n;
   const uint32_t cp = c.Cp(pos);
   const CpClass cls = c.Cls(pos);
-  // [^\r\n\p{L}\p{N}]?\p{L}+
-  if (!(cp == '\r' || cp == '\n' || IsNumber(cls)) && (IsLetter(cls) || IsLetter(c.Cls(pos + 1)))) {
+  // \p{L}, or [\p{L}\p{M}] for qwen35: the letter run [\p{L}\p{M}]+ and the punctuation run [^\s\p{L}\p{M}\p{N}]+
+  const auto letter = [&](CpClass x) { return IsLetter(x) || (style.marks_are_letters && IsMark(x)); };
+  // [^\r\n\p{L}\p{N}]?\p{L}+ (for qwen35 the optional lead may be a mark: it starts the run either way)
+  if (!(cp == '\r' || cp == '\n' || IsNumber(cls)) && (letter(cls) || letter(c.Cls(pos + 1)))) {
     ++pos;
-    while (IsLetter(c.Cls(pos))) ++pos;
+    while (letter(c.Cls(pos))) ++pos;
     return pos;
   }
   // \p{N}{1,max_digits}
   if (IsNumber(cls)) {
     const size_t start = pos;
-    while (IsNumber(c.Cls(pos)) && pos - start < max_digits) ++pos;
+    while (IsNumber(c.Cls(pos)) && pos - start < style.max_digits) ++pos;
     return pos;
   }
-  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+  // ' ?[^\s\p{L}\p{N}]+[\r\n]*' (qwen35: [^\s\p{L}\p{M}\p{N}]+)
   CpClass next = cp == ' ' ? c.Cls(pos + 1) : cls;
-  if (!(IsWhitespace(next) || IsLetter(next) || IsNumber(next)) && cls != 0) {
+  if (!(IsWhitespace(next) || letter(next) || IsNumber(next)) && cls != 0) {
     pos += (cp == ' ');
-    while (!(IsWhitespace(next) || IsLetter(next) || IsNumber(next)) && next != 0) next = c.Cls(++pos);
+    while (!(IsWhitespace(next) || letter(next) || IsNumber(next)) && next != 0) next = c.Cls(++pos);
     while (c.Cp(pos) == '\r' || c.Cp(pos) == '\n') ++pos;
     return pos;
   }
@@ -112,13 +121,15 @@ StatusOr<PreTokenizerInfo> PreTokenizerFromName(const std::string& pre) {
       {"qwen2", PreTokenizerKind::kQwen2, false},       {"deepseek-r1-qwen", PreTokenizerKind::kQwen2, false},
       {"kormo", PreTokenizerKind::kQwen2, false},       {"f2llmv2", PreTokenizerKind::kQwen2, false},
       {"megrez", PreTokenizerKind::kQwen2, true},       {"stablelm2", PreTokenizerKind::kQwen2, true},
+      {"qwen35", PreTokenizerKind::kQwen35, false},
       {"gpt-2", PreTokenizerKind::kGpt2, true},         {"phi-2", PreTokenizerKind::kGpt2, true},
       {"olmo", PreTokenizerKind::kGpt2, true},
   };
   for (const Entry& e : kEntries) {
     if (pre == e.name) return PreTokenizerInfo{e.kind, e.clean_spaces};
   }
-  return Unimplemented("pre-tokenizer '" + pre + "' is not supported (supported: the llama-bpe, qwen2 and gpt-2 families)");
+  return Unimplemented("pre-tokenizer '" + pre +
+                       "' is not supported (supported: the llama-bpe, qwen2, qwen35 and gpt-2 families)");
 }
 
 void SplitWords(PreTokenizerKind kind, std::span<const uint32_t> cps, std::span<const CpClass> cls,
@@ -127,8 +138,9 @@ void SplitWords(PreTokenizerKind kind, std::span<const uint32_t> cps, std::span<
   size_t pos = 0;
   while (pos < cps.size()) {
     switch (kind) {
-      case PreTokenizerKind::kLlama3: pos = NextLlama3Word(c, pos, 3); break;
-      case PreTokenizerKind::kQwen2: pos = NextLlama3Word(c, pos, 1); break;
+      case PreTokenizerKind::kLlama3: pos = NextLlama3Word(c, pos, {3, false}); break;
+      case PreTokenizerKind::kQwen2: pos = NextLlama3Word(c, pos, {1, false}); break;
+      case PreTokenizerKind::kQwen35: pos = NextLlama3Word(c, pos, {1, true}); break;
       case PreTokenizerKind::kGpt2: pos = NextGpt2Word(c, pos); break;
     }
     word_ends.push_back(static_cast<uint32_t>(pos));

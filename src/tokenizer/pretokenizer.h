@@ -5,6 +5,8 @@
 //   llama3   (llama-bpe, llama3, llama-v3, ...)
 //     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //   qwen2    (qwen2, deepseek-r1-qwen, ...): as llama3 but \p{N} (one digit per word)
+//   qwen35   (qwen35: Qwen3.5/3.6): as qwen2 but combining marks count as letters: [\p{L}\p{M}]+ for the letter
+//            run, [^\s\p{L}\p{M}\p{N}]+ for the punctuation run (the optional lead char still admits \p{M})
 //   gpt2     (gpt-2, mpt, olmo, ...): 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // Stateless; safe from any thread.
 #pragma once
@@ -19,7 +21,7 @@
 
 namespace ember {
 
-enum class PreTokenizerKind { kLlama3, kQwen2, kGpt2 };
+enum class PreTokenizerKind { kLlama3, kQwen2, kQwen35, kGpt2 };
 
 struct PreTokenizerInfo {
   PreTokenizerKind kind;

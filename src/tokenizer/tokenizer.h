@@ -1,7 +1,7 @@
 // The runtime tokenizer: text <-> token ids, identical to llama.cpp (llama_tokenize / llama_token_to_piece /
 // llama_detokenize) for the vocabularies ember supports:
-//   - byte-level BPE (spec.model == "gpt2") with the llama-bpe (Llama 3), qwen2 (Qwen 2/2.5/3) and gpt-2
-//     pre-tokenizers;
+//   - byte-level BPE (spec.model == "gpt2") with the llama-bpe (Llama 3), qwen2 (Qwen 2/2.5/3), qwen35
+//     (Qwen 3.5/3.6) and gpt-2 pre-tokenizers;
 //   - SentencePiece-style BPE over scores (spec.model == "llama": Llama 2, Gemma 3) with byte fallback.
 // Built from a TokenizerSpec (GGUF tokenizer.ggml.* keys, or a converted Hugging Face tokenizer). Like
 // llama.cpp, a few token attributes are derived from token texts at load time: end-of-generation tokens

@@ -20,8 +20,8 @@
 
 namespace {
 
-constexpr const char* kFamilies[] = {"llama3", "qwen3", "gemma3"};
-constexpr int kNumFamilies = 3;
+constexpr const char* kFamilies[] = {"llama3", "qwen3", "gemma3", "qwen35"};
+constexpr int kNumFamilies = 4;
 std::unique_ptr<ember::Tokenizer> g_tok[kNumFamilies];
 
 // Words longer than this make BPE merging quadratic: legitimately slow, not a finding.

@@ -30,6 +30,7 @@ inline constexpr CpClass kClassPresent = 0x10;
 CpClass ClassOf(uint32_t cp);
 inline bool IsLetter(CpClass c) { return (c & kClassCatMask) == static_cast<uint8_t>(UCat::kLetter); }
 inline bool IsNumber(CpClass c) { return (c & kClassCatMask) == static_cast<uint8_t>(UCat::kNumber); }
+inline bool IsMark(CpClass c) { return (c & kClassCatMask) == static_cast<uint8_t>(UCat::kMark); }
 inline bool IsWhitespace(CpClass c) { return (c & kClassWhitespace) != 0; }
 
 inline constexpr uint32_t kReplacementChar = 0xFFFD;

@@ -164,5 +164,73 @@ TEST(KvEntryState, SiblingEntriesShareTheirCommonBlocksInTheCharge) {
   EXPECT_EQ(cache.stats().bytes, 4 * block);  // 2 shared + 1 + 1, not 3 + 3
 }
 
+// A hybrid state (Qwen3.5 shape in miniature: layers 0-2 recurrent with 1000 floats each, layer 3 full).
+KvConfig HybridConfig() {
+  KvConfig c = KvConfig::Uniform(4, 2, 8, 8, KvDtype::kF32, 32);
+  const LayerStateSpec r{StateKind::kRecurrent, 0, 1000};
+  c.kinds = {r, r, r, LayerStateSpec{}};
+  return c;
+}
+
+// A forward pass over a hybrid state: K/V for layer 3, an in-place update of the recurrent layers.
+void AppendHybrid(KvState& kv, int64_t n, uint32_t seed) {
+  ASSERT_TRUE(kv.Reserve(n).ok());
+  std::vector<float> row(static_cast<size_t>(kv.config().kv_dim_k()));
+  for (int64_t pos = kv.n_pos(); pos < kv.n_pos() + n; ++pos) {
+    for (int l = 0; l < 3; ++l) {
+      float* st = kv.RecurrentState(l);
+      for (int i = 0; i < 1000; ++i) st[i] = st[i] * 0.5f + static_cast<float>(seed + pos + l * 0.25 + i * 1e-3);
+    }
+    for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(seed * 1e-3 + pos + i * 1e-2);
+    kv.StoreK(3, pos, row.data());
+    kv.StoreV(3, pos, row.data());
+  }
+  kv.Commit(n);
+}
+
+KvState FilledHybrid(int64_t n, uint32_t seed = 1) {
+  KvState kv = std::move(KvState::Create(HybridConfig())).value();
+  AppendHybrid(kv, n, seed);
+  return kv;
+}
+
+TEST(KvEntryState, RecurrentLayersServeOnlyTheirOwnLengthAndViewsCopyOnWrite) {
+  KvEntryState s(FilledHybrid(50));
+  const auto layers = s.layers();
+  ASSERT_EQ(layers.size(), 4u);
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_EQ(layers[l].kind, StateKind::kRecurrent);
+    EXPECT_EQ(layers[l].held_from, 50);
+  }
+  EXPECT_EQ(layers[3].kind, StateKind::kFull);
+  EXPECT_EQ(layers[3].held_from, 0);
+  EXPECT_EQ(s.bytes(), 2 * HybridConfig().block_bytes() + HybridConfig().recurrent_bytes());
+  EXPECT_EQ(s.View(49).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.View(0).status().code(), StatusCode::kInvalidArgument);
+
+  PromptCache cache(PromptCacheOptions{size_t{1} << 30, nullptr});
+  const uint64_t before = Checksum(s.kv());
+  ASSERT_TRUE(cache.Insert(Tokens(50), std::make_unique<KvEntryState>(FilledHybrid(50)), "").ok());
+  EXPECT_EQ(cache.stats().bytes, s.bytes());  // the recurrent block is charged
+  // A prompt that extends the entry is served at its full length...
+  auto hit = cache.Lookup(Tokens(60), "");
+  ASSERT_TRUE(hit.ok());
+  ASSERT_EQ(hit->p, 50);
+  KvState kv = std::move(dynamic_cast<KvEntryState&>(*hit->view)).Take();
+  EXPECT_EQ(kv.BlockUseCount(kv.n_blocks() - 1), 2);  // the recurrent block is the entry's, shared
+  AppendHybrid(kv, 10, 7);
+  EXPECT_EQ(kv.cow_bytes_copied(), HybridConfig().recurrent_bytes() + HybridConfig().block_bytes());
+  const auto entries = cache.EntriesByRecency();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(Checksum(dynamic_cast<const KvEntryState&>(*entries[0]->state).kv()), before);  // unchanged
+  KvState alone = FilledHybrid(50);
+  AppendHybrid(alone, 10, 7);
+  EXPECT_EQ(Checksum(kv), Checksum(alone));
+  // ...one that diverges inside it, or equals it (a hit must leave a token to compute), is not.
+  EXPECT_EQ(cache.Lookup(Tokens(60, 3, 40), "")->p, 0);
+  EXPECT_EQ(cache.Lookup(Tokens(50), "")->p, 0);
+  EXPECT_GE(cache.stats().skipped_untrimmable, 1u);
+}
+
 }  // namespace
 }  // namespace ember

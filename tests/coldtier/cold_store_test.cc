@@ -13,6 +13,7 @@ namespace ember {
 namespace {
 
 using coldtier_test::Bytes;
+using coldtier_test::HybridConfig;
 using coldtier_test::MakeState;
 using coldtier_test::SmallConfig;
 using coldtier_test::Tokens;
@@ -21,8 +22,9 @@ constexpr const char* kRoot = "/cache";
 
 class ColdStoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<ColdStore> Open(uint64_t cap = 0, std::string identity = "model-a") {
-    ColdStoreOptions o{kRoot, std::move(identity), SmallConfig(), cap, true};
+  std::unique_ptr<ColdStore> Open(uint64_t cap = 0, std::string identity = "model-a",
+                                  const KvConfig& kv = SmallConfig()) {
+    ColdStoreOptions o{kRoot, std::move(identity), kv, cap, true};
     auto s = ColdStore::Open(env_, o);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
@@ -158,6 +160,36 @@ TEST_F(ColdStoreTest, RestartScanRestoresIndex) {
   auto r = store->Restore(*m);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(Bytes(*r), Bytes(std::move(MakeState(9, 3).View(8)).value()));
+}
+
+// Recurrent layers (entry format version 2): an entry serves only prompts that extend it whole, survives
+// a restart scan, restores bitwise; a store of another recurrent geometry deletes it at scan.
+TEST_F(ColdStoreTest, RecurrentEntryServesOnlyItsWholeLengthAcrossARestart) {
+  const KvState original = MakeState(10, 5, HybridConfig());
+  {
+    auto store = Open(0, "model-a", HybridConfig());
+    ASSERT_TRUE(store->Put("ns", Tokens(10), original).ok());
+  }
+  auto store = Open(0, "model-a", HybridConfig());
+  EXPECT_EQ(store->entries(), 1u);
+  EXPECT_EQ(store->counters().corrupt_deleted, 0u);
+  EXPECT_FALSE(store->Find(Tokens(10), "ns").has_value());  // usable 9: the state cannot rewind
+  std::vector<int32_t> diverge = Tokens(12);
+  diverge[6] = -1;
+  EXPECT_FALSE(store->Find(diverge, "ns").has_value());
+  auto m = store->Find(Tokens(12), "ns");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->usable, 10);
+  auto r = store->Restore(*m);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Bytes(*r), Bytes(original));
+  store.reset();
+  KvConfig other = HybridConfig();
+  other.kinds[0].state_floats = 999;
+  auto s = ColdStore::Open(env_, ColdStoreOptions{kRoot, "model-a", other, 0, true});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->entries(), 0u);
+  EXPECT_EQ((*s)->counters().corrupt_deleted, 1u);
 }
 
 TEST_F(ColdStoreTest, ScanDeletesTempAndCorruptFilesAndLeavesForeignIdentity) {

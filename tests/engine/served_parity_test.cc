@@ -37,6 +37,8 @@ constexpr int kTokens = 1088, kRows = 8;
 #define HD64_GQA8 "--arch llama --n-embd 256 --n-head 8 --n-head-kv 1 --head-dim 64 --n-ff 512 "
 #define HD128_GQA2 "--arch llama --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 "
 #define HD128_GQA4 "--arch llama --n-embd 256 --n-head 4 --n-head-kv 1 --head-dim 128 --n-ff 512 "
+#define QWEN35_HD128 "--arch qwen35 --tokenizer qwen3 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 " \
+  "--ssm-state 64 --ssm-groups 2 --ssm-heads 4 --untied "
 #define QWEN3_HD128_GQA2 "--arch qwen3 --tokenizer qwen3 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 --untied "
 
 const std::vector<ServedCase>& Cases() {
@@ -53,6 +55,8 @@ const std::vector<ServedCase>& Cases() {
       {"q5_k_hd128_gqa2", HD128_GQA2 "--n-layer 2 --type q5_k --type-embd q8_0 --seed 40", kQuant},
       {"q6_k_hd64_gqa8_l4", HD64_GQA8 "--n-layer 4 --type q6_k --type-embd q8_0 --seed 41", kQuant},
       {"qwen3_q8_0_hd128_gqa2", QWEN3_HD128_GQA2 "--n-layer 2 --type q8_0 --seed 42", kQuant},
+      // qwen35 hybrid (issue #31): three gated-delta-net layers and one attention layer.
+      {"qwen35_q8_0_hd128", QWEN35_HD128 "--n-layer 4 --type q8_0 --seed 43", kQuant},
   };
   return cases;
 }

@@ -150,7 +150,12 @@ INSTANTIATE_TEST_SUITE_P(
                 KvDtype::kF32},
         MixCase{"llama_hd64_gqa4_kvf32", "--arch llama --tokenizer llama3 --n-layer 2 --n-embd 128 --n-head 8 --n-head-kv 2 "
                 "--head-dim 64 --n-ff 128 --type f32 --seed 11",
-                KvDtype::kF32}),
+                KvDtype::kF32},
+        // qwen35 hybrid (issue #31): three gated-delta-net layers, then attention; the conv window and
+        // the recurrent state must come out bitwise the same however the rows were split or batched.
+        MixCase{"qwen35_f32_kvf16", "--arch qwen35 --tokenizer llama3 --n-layer 4 --n-embd 64 --n-head 4 --n-head-kv 2 "
+                "--head-dim 16 --n-ff 128 --ssm-state 16 --ssm-groups 2 --ssm-heads 4 --type f32 --seed 16",
+                KvDtype::kF16}),
     [](const ::testing::TestParamInfo<MixCase>& info) { return std::string(info.param.name); });
 
 // A slice that cannot run fails alone: the other sequences of the step go on, bitwise as solo runs.

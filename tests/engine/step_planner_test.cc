@@ -89,6 +89,9 @@ void CheckSlices(std::span<const PlannedSeq> running, const StepPlan& plan) {
       ASSERT_TRUE(Prefilling(*s));
       ASSERT_FALSE(ValidWait(running, *s));
       ASSERT_LE(sl.rows, s->prompt_left);
+      if (s->cut_rows > 0) {
+        ASSERT_LE(sl.rows, s->cut_rows) << "a chunk ran past its cut";
+      }
       ASSERT_EQ(sl.last, sl.rows == s->prompt_left);
       if (!s->mask_ready) {
         ASSERT_LT(sl.rows, s->prompt_left) << "must keep its last row back";
@@ -157,7 +160,9 @@ void CheckProgress(std::span<const PlannedSeq> running, const StepBudget& b, con
     if (plan.prompt_rows >= room) return;
     for (const PlannedSeq& s : running) {
       if (Prefilling(s) && !ValidWait(running, s)) {
-        ASSERT_EQ(RowsOf(plan, s.id), s.prompt_left - (s.mask_ready ? 0 : 1)) << "rows left unused: " << s.id;
+        const int64_t upto = s.cut_rows > 0 ? std::min(s.prompt_left, s.cut_rows) : s.prompt_left;
+        ASSERT_EQ(RowsOf(plan, s.id), upto - (!s.mask_ready && upto == s.prompt_left ? 1 : 0))
+            << "rows left unused: " << s.id;
       }
     }
   } else if (plan.predicted_ms > b.target_ms * (1 + 1e-9)) {
@@ -293,6 +298,23 @@ TEST(PlanStep, PrefillWithoutMaskKeepsItsLastRowBack) {
   p = Plan({Dec(1, 10), NotReady(Pre(2, 1)), Pre(3, 100)}, Rows(64));  // only the last row left
   EXPECT_EQ(SliceIds(p), (Ids{1, 3}));
   EXPECT_EQ(RowsOf(p, 3), 63);
+}
+
+// A hybrid keeps its recurrent state only where a chunk ends: a chunk stops at the cut, and the rows it
+// leaves go to the next prompt.
+TEST(PlanStep, APromptChunkStopsAtItsCut) {
+  PlannedSeq a = Pre(1, 100), b = Pre(2, 100);
+  a.cut_rows = 7;
+  StepPlan p = Plan({a, b}, Rows(64, 64));
+  EXPECT_EQ(RowsOf(p, 1), 7);
+  EXPECT_FALSE(p.slices[0].last);
+  EXPECT_EQ(RowsOf(p, 2), 57);
+  a.prompt_left = 7;  // the cut is the prompt's end: the chunk is the last
+  p = Plan({a}, Rows(64, 64));
+  EXPECT_TRUE(p.slices[0].last);
+  a = NotReady(a);  // ... and still keeps its last row back for the mask
+  p = Plan({a}, Rows(64, 64));
+  EXPECT_EQ(RowsOf(p, 1), 6);
 }
 
 TEST(PlanStep, ShareWaitsOnlyOnEarlierPrefillingSequences) {
@@ -487,6 +509,7 @@ void Step(Loop& l, int step) {
   for (PlannedSeq& s : l.running) {
     s.mask_ready = step >= kMasksReady || l.P(l.mask_p);
     if (s.decoding) s.decode_rows = l.I(1, 4);  // pending token plus drafts
+    if (!s.decoding) s.cut_rows = l.P(0.3) ? l.I(1, s.prompt_left + 5) : 0;  // checkpoints, shared prefixes
     if (!s.decoding && l.P(0.05)) {  // the sharing pass changed its mind
       s.waits = false;
       s = l.RandomWait(s);

@@ -1,6 +1,7 @@
 // Writes the seed corpus of entry_file_fuzz (tests/fuzz/entry_file_corpus/) with the real writer
 // (WriteEntry): small entries of an all-full state (format version 1 stream), a state with window
-// layers that released blocks (version 2), and an f32 one, each behind the flags byte the fuzzer reads
+// layers that released blocks (version 2), an f32 one, and a hybrid with recurrent layers (kv stream
+// version 3 in entry format version 2), each behind the flags byte the fuzzer reads
 // (src/coldtier/entry_file_fuzz.cc). Run after a format change:
 //   cmake --build build-fuzz --target entry_fuzz_seeds && build-fuzz/entry_fuzz_seeds tests/fuzz/entry_file_corpus
 #include <cstdio>
@@ -21,8 +22,13 @@ KvState MakeState(const KvConfig& c, int64_t n) {
   KvState s = std::move(KvState::Create(c)).value();
   if (!s.Reserve(n).ok()) std::abort();
   std::vector<float> k(c.kv_dim_k()), v(c.kv_dim_v());
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (c.kind(l).kind != StateKind::kRecurrent) continue;
+    for (int64_t i = 0; i < c.kind(l).state_floats; ++i) s.RecurrentState(l)[i] = l * 10.0f + n - i * 0.5f;
+  }
   for (int64_t p = 0; p < n; ++p) {
     for (int l = 0; l < c.n_layer; ++l) {
+      if (c.kind(l).kind == StateKind::kRecurrent) continue;
       for (int64_t i = 0; i < c.kv_dim_k(); ++i) k[i] = l * 100.0f + p + i * 0.125f;
       for (int64_t i = 0; i < c.kv_dim_v(); ++i) v[i] = -(l * 100.0f + p + i * 0.25f);
       s.StoreK(l, p, k.data());
@@ -64,9 +70,12 @@ int main(int argc, char** argv) {
   KvConfig window = KvConfig::Uniform(3, 1, 4, 4, KvDtype::kF16, 4);
   window.kinds = {{StateKind::kWindow, 4}, {StateKind::kFull, 0}, {StateKind::kWindow, 4}};
   KvConfig f32 = KvConfig::Uniform(1, 1, 2, 2, KvDtype::kF32, 2);
+  KvConfig hybrid = KvConfig::Uniform(3, 1, 4, 4, KvDtype::kF16, 4);
+  hybrid.kinds = {{StateKind::kRecurrent, 0, 6}, {StateKind::kFull, 0, 0}, {StateKind::kRecurrent, 0, 3}};
   const bool ok = WriteSeed(out, "full_f16", full, 6, {0, 7}) &&  // 6 positions: a partial last block
                   WriteSeed(out, "window_f16", window, 20, {3}) &&  // window layers hold from 12
-                  WriteSeed(out, "f32", f32, 3, {4});
+                  WriteSeed(out, "f32", f32, 3, {4}) &&
+                  WriteSeed(out, "recurrent_f16", hybrid, 5, {3, 7});  // entry version 2, kv version 3
   if (!ok) std::fprintf(stderr, "entry_fuzz_seeds: writing failed\n");
   return ok ? 0 : 1;
 }

@@ -71,7 +71,7 @@ uint64_t Checksum(const KvState& s) {
   return h;
 }
 
-TEST(KvStateTest, RejectsBadGeometryAndUnimplementedKinds) {
+TEST(KvStateTest, RejectsBadGeometryAndKinds) {
   KvConfig c = SmallConfig();
   c.block_size = 0;
   EXPECT_EQ(KvState::Create(c).status().code(), StatusCode::kInvalidArgument);
@@ -83,8 +83,10 @@ TEST(KvStateTest, RejectsBadGeometryAndUnimplementedKinds) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.status().message().find("window"), std::string::npos);
-  c.kinds = {LayerStateSpec{StateKind::kRecurrent, 0}, LayerStateSpec{}};
-  EXPECT_EQ(KvState::Create(c).status().code(), StatusCode::kUnimplemented);
+  c.kinds = {LayerStateSpec{StateKind::kRecurrent, 0}, LayerStateSpec{}};  // no state_floats
+  EXPECT_EQ(KvState::Create(c).status().code(), StatusCode::kInvalidArgument);
+  c.kinds = {LayerStateSpec{StateKind::kRecurrent, 0, 8}, LayerStateSpec{}};
+  EXPECT_TRUE(KvState::Create(c).ok());  // recurrent layers are implemented (kv_recurrent_test.cc)
   c.kinds = {LayerStateSpec{}};  // wrong count
   EXPECT_EQ(KvState::Create(c).status().code(), StatusCode::kInvalidArgument);
 }

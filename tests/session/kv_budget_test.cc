@@ -30,6 +30,17 @@ TEST(KvBudgetTest, CheckAdmissibleRefusesWhatCouldNeverFitAndNamesTheNumbers) {
   }
 }
 
+// A hybrid's recurrent state is held whatever the length: once per sequence, also when all is cached.
+TEST(KvBudgetTest, AHybridReservesItsRecurrentStateOncePerSequence) {
+  KvBudgetOptions o = Options(200);
+  o.bytes_per_sequence = 10 * kPerPos;
+  KvBudget b(o, nullptr);
+  EXPECT_EQ(b.ReservationBytes(100, 0, 20), 162 * kPerPos);
+  EXPECT_EQ(b.ReservationBytes(100, 100, 0), 42 * kPerPos);
+  EXPECT_TRUE(b.CheckAdmissible(150, 40).ok());                       // 190 positions + 10 = the budget
+  EXPECT_EQ(b.CheckAdmissible(150, 41).code(), StatusCode::kInvalidArgument);  // one position over
+}
+
 TEST(KvBudgetTest, AReservationCountsWhatTheRequestComputesPlusOneBlock) {
   KvBudget b(Options(200), nullptr);
   EXPECT_EQ(b.ReservationBytes(100, 0, 20), 152 * kPerPos);  // 100 + 20 + one block of 32

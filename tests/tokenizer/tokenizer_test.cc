@@ -102,6 +102,64 @@ TEST(PreTokenizerTest, Qwen2SplitsDigitsOneByOne) {
   EXPECT_EQ(Words(PreTokenizerKind::kQwen2, "x 2024!"), (W{"x", " ", "2", "0", "2", "4", "!"}));
 }
 
+// qwen35 = qwen2 with [\p{L}\p{M}]+ letter runs and [^\s\p{L}\p{M}\p{N}]+ punctuation runs. Under qwen2 a
+// combining mark (Mn/Mc/Me) is "punctuation": it may lead a letter run (the optional [^\r\n\p{L}\p{N}]),
+// else it joins or starts a punctuation run. Under qwen35 it extends letter runs.
+TEST(PreTokenizerTest, Qwen35MarksJoinLetters) {
+  struct Case {
+    std::string text;
+    W qwen2, qwen35;
+  };
+  const Case cases[] = {
+      // Decomposed accent: the mark ends "cafe" under qwen2 and is a word of its own.
+      {"cafe\u0301 ok", {"cafe", "\u0301", " ok"}, {"cafe\u0301", " ok"}},
+      // Devanagari: virama U+094D (Mn), vowel signs U+0947, U+0941, U+093F, U+093E (Mc/Mn).
+      {"नमस्ते दुनिया", {"नमस", "्त", "े", " द", "ुन", "िय", "ा"}, {"नमस्ते", " दुनिया"}},
+      // Thai: U+0E31, U+0E35 (Mn) each lead the letters after them under qwen2.
+      {"สวัสดีครับ", {"สว", "ัสด", "ีคร", "ับ"}, {"สวัสดีครับ"}},
+      // Arabic with harakat (fatha U+064E after every letter); the last one ends in a punctuation run.
+      {"كَتَبَ", {"ك", "َت", "َب", "َ"}, {"كَتَبَ"}},
+      // Hebrew points: sheva + dagesh (two marks) form a punctuation run under qwen2.
+      {"בְּרֵאשִׁית", {"ב", "ְּ", "ר", "ֵאש", "ִׁ", "ית"}, {"בְּרֵאשִׁית"}},
+      // After punctuation: qwen2 keeps the mark in the punctuation run; qwen35 ends the run before it.
+      {"..\u0301 ok", {"..\u0301", " ok"}, {"..", "\u0301", " ok"}},
+      // ... and a punctuation char followed by a mark is the optional lead of a qwen35 letter run.
+      {"!\u0301a", {"!\u0301", "a"}, {"!\u0301a"}},
+      // After a space: " ?[^\s...]+" under qwen2; a lead space before a letter run under qwen35.
+      {"a \u0301b", {"a", " \u0301", "b"}, {"a", " \u0301b"}},
+      // After a newline: \r and \n never lead a letter run, in either.
+      {"a\n\u0301b", {"a", "\n", "\u0301b"}, {"a", "\n", "\u0301b"}},
+      {"a\r\n\u0301\u0302", {"a", "\r\n", "\u0301\u0302"}, {"a", "\r\n", "\u0301\u0302"}},
+      // A lone mark at the start: it leads a letter run in both, or is a run of its own.
+      {"\u0301leading", {"\u0301leading"}, {"\u0301leading"}},
+      {"\u0301\u0302x y", {"\u0301\u0302", "x", " y"}, {"\u0301\u0302x", " y"}},
+      {"\u0301", {"\u0301"}, {"\u0301"}},
+      // Digits stay one per word and marks never join them; an enclosing mark (Me) after '#'.
+      {"12\u0301", {"1", "2", "\u0301"}, {"1", "2", "\u0301"}},
+      {"#\u20E3!", {"#\u20E3!"}, {"#\u20E3", "!"}},
+      // Contractions and whitespace behave as in qwen2.
+      {"it's  e\u0301t\u00E9", {"it", "'s", " ", " e", "\u0301té"}, {"it", "'s", " ", " e\u0301té"}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Words(PreTokenizerKind::kQwen2, c.text), c.qwen2) << c.text;
+    EXPECT_EQ(Words(PreTokenizerKind::kQwen35, c.text), c.qwen35) << c.text;
+  }
+  // Without marks the two are the same matcher.
+  EXPECT_EQ(Words(PreTokenizerKind::kQwen35, "x 2024! Hello\n\n  world's"),
+            Words(PreTokenizerKind::kQwen2, "x 2024! Hello\n\n  world's"));
+}
+
+TEST(PreTokenizerTest, Qwen35NameAndFlags) {
+  auto info = PreTokenizerFromName("qwen35");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->kind, PreTokenizerKind::kQwen35);
+  EXPECT_FALSE(info->clean_spaces);  // as llama.cpp: clean_spaces = false for qwen35
+  // Like qwen2, merges are not bypassed for whole-vocabulary words (llama.cpp's ignore_merges is llama3's).
+  auto tok = Make(ByteLevelSpec("qwen35", {"ab"}, {}));
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->Encode("ab", false, false), (std::vector<int32_t>{B('a'), B('b')}));
+}
+
 TEST(PreTokenizerTest, Gpt2Splits) {
   EXPECT_EQ(Words(PreTokenizerKind::kGpt2, "Hello world's 12345 !!\n\n  x"),
             (W{"Hello", " world", "'s", " 12345", " !!", "\n\n ", " x"}));
