@@ -160,8 +160,11 @@ ordered_json HeaderJson(const EntryHeader& h) {
   std::vector<int32_t> head(h.tokens.begin(), h.tokens.begin() + std::min<size_t>(h.tokens.size(), 16));
   ordered_json layers = ordered_json::array();
   for (size_t l = 0; l < h.config.kinds.size(); ++l) {
-    layers.push_back({{"kind", StateKindName(h.config.kinds[l].kind)}, {"window", h.config.kinds[l].window},
-                      {"min_reusable_offset", l < h.min_reusable_offset.size() ? h.min_reusable_offset[l] : 0}});
+    ordered_json layer = {{"kind", StateKindName(h.config.kinds[l].kind)}, {"window", h.config.kinds[l].window},
+                          {"min_reusable_offset", l < h.min_reusable_offset.size() ? h.min_reusable_offset[l] : 0}};
+    // A hybrid's entry is a checkpoint of its recurrent state (docs/hybrid.md): served at its length only.
+    if (h.config.kinds[l].kind == StateKind::kRecurrent) layer["state_floats"] = h.config.kinds[l].state_floats;
+    layers.push_back(std::move(layer));
   }
   ordered_json tensors = ordered_json::array();
   for (const TensorRef& t : h.tensors) {

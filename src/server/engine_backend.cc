@@ -257,6 +257,7 @@ class EngineBackend final : public InferenceBackend {
     auto r = batched_->Generate(sr, cb);
     if (!r.ok()) return r.status();
     NoteLane(req.lane, *r);
+    checkpoints_.fetch_add(static_cast<uint64_t>(r->checkpoints_stored), std::memory_order_relaxed);
     out->cached_tokens = static_cast<int32_t>(r->cached_tokens);
     out->cache_tier = r->tier;
     int32_t n = static_cast<int32_t>(r->gen.tokens.size());
@@ -296,6 +297,10 @@ class EngineBackend final : public InferenceBackend {
     b.engine = "ember-cpu";
     b.engine_values = {{"threads", static_cast<double>(engine_->threads()), false},
                        {"context_length", static_cast<double>(engine_->options().n_ctx), false}};
+    if (engine_->kv_config().has_recurrent()) {  // a hybrid: its checkpoints (docs/hybrid.md)
+      b.engine_values.push_back({"recurrent_state_bytes", static_cast<double>(engine_->kv_config().recurrent_bytes()), false});
+      b.engine_values.push_back({"checkpoints_stored", static_cast<double>(checkpoints_.load(std::memory_order_relaxed)), true});
+    }
     if (spec_.enabled()) {  // speculative decoding: acceptance and the decode rate it gives
       const double drafted = static_cast<double>(draft_tokens_.load(std::memory_order_relaxed));
       const double accepted = static_cast<double>(draft_accepted_.load(std::memory_order_relaxed));
@@ -453,6 +458,7 @@ class EngineBackend final : public InferenceBackend {
   std::unique_ptr<Engine> draft_;  // --draft-model (null without)
   SpeculativeOptions spec_;
   std::atomic<uint64_t> draft_tokens_{0}, draft_accepted_{0}, decode_tokens_{0}, decode_us_{0};
+  std::atomic<uint64_t> checkpoints_{0};  // hybrid recurrent-state checkpoints the sessions stored
   std::unique_ptr<TieredCache> tiers_;
   std::string id_;
   double flush_timeout_s_;

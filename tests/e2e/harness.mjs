@@ -79,13 +79,15 @@ export async function stats(url) {
 }
 
 // A tiny random-weight model with the real Llama 3 tokenizer and chat template (`ember gen-model`): a few
-// seconds to write, milliseconds per token. Returns {path, dir, remove()}.
-export async function makeTinyModel({ layers = 2, embd = 64, heads = 2, ff = 128, ctx = 2048, seed = 7 } = {}) {
+// seconds to write, milliseconds per token. `arch`, `tokenizer` and `extra` (more gen-model flags) pick
+// another family, e.g. the qwen35 hybrid. Returns {path, dir, remove()}.
+export async function makeTinyModel({ layers = 2, embd = 64, heads = 2, ff = 128, ctx = 2048, seed = 7,
+                                      arch = 'llama', tokenizer = 'llama3', extra = [] } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ember-e2e-model-'));
-  const file = path.join(dir, 'tiny-llama3.gguf');
-  const args = ['gen-model', '--out', file, '--arch', 'llama', '--tokenizer', 'llama3', '--n-layer', String(layers),
+  const file = path.join(dir, `tiny-${arch}.gguf`);
+  const args = ['gen-model', '--out', file, '--arch', arch, '--tokenizer', tokenizer, '--n-layer', String(layers),
                 '--n-embd', String(embd), '--n-head', String(heads), '--n-head-kv', String(heads),
-                '--n-ff', String(ff), '--ctx', String(ctx), '--seed', String(seed)];
+                '--n-ff', String(ff), '--ctx', String(ctx), '--seed', String(seed), ...extra];
   await new Promise((resolve, reject) =>
     execFile(emberBin, args, { timeout: 120000 }, (err, _out, errText) =>
       err ? reject(new Error(`gen-model failed: ${err.message} ${errText}`)) : resolve()));
