@@ -89,6 +89,8 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--ssm-heads", a->o.ssm_heads, "qwen35: delta-net v heads (ssm.time_step_rank)")->capture_default_str();
   c->add_option("--ssm-conv", a->o.ssm_conv, "qwen35: conv1d taps (ssm.conv_kernel)")->capture_default_str();
   c->add_option("--rope-dims", a->o.rope_dims, "qwen35: rotated dims per head (default head-dim / 4)");
+  c->add_option("--mtp-layers", a->o.mtp_layers, "qwen35: multi-token-prediction blocks after the trunk (never run)")
+      ->capture_default_str();
   c->add_option("--type", a->type, "Weight type of the matrices")->capture_default_str();
   c->add_option("--type-embd", a->type_embd, "Type of token_embd.weight (default: --type)");
   c->add_option("--type-output", a->type_output, "Type of output.weight (default: --type)");

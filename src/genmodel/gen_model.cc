@@ -135,12 +135,14 @@ Status CheckShape(const GenModelOptions& o) {
     return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3 or qwen35 (got '" + o.arch + "')");
   if (o.arch == "qwen35") {
     if (o.full_attention_interval < 1 || o.ssm_state < 2 || o.ssm_groups < 1 || o.ssm_heads < 1 || o.ssm_conv < 2 ||
-        o.ssm_conv > 64 || o.rope_dims < 0)
+        o.ssm_conv > 64 || o.rope_dims < 0 || o.mtp_layers < 0)
       return InvalidArgument("--full-attention-interval, --ssm-state (>= 2), --ssm-groups, --ssm-heads and --ssm-conv "
                              "(2..64) must be positive");
     if (o.ssm_heads % o.ssm_groups != 0)
       return InvalidArgument("--ssm-heads must be a multiple of --ssm-groups");
     if (o.rope_scaling != "none") return InvalidArgument("--rope-scaling llama3 applies to llama only");
+  } else if (o.mtp_layers != 0) {
+    return InvalidArgument("--mtp-layers applies to qwen35 only");
   }
   if (o.arch == "gemma3" && (o.sliding_window < -1 || o.swa_pattern < 0 || o.rope_base_swa <= 0 || o.logit_softcap < 0))
     return InvalidArgument("--sliding-window, --swa-pattern, --rope-base-swa and --logit-softcap must not be negative");
@@ -170,7 +172,8 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
   w.SetU32("general.quantization_version", 2);
   w.SetU32(a + ".context_length", o.n_ctx);
   w.SetU32(a + ".embedding_length", o.n_embd);
-  w.SetU32(a + ".block_count", o.n_layer);
+  w.SetU32(a + ".block_count", o.n_layer + o.mtp_layers);
+  if (o.mtp_layers > 0) w.SetU32(a + ".nextn_predict_layers", o.mtp_layers);
   w.SetU32(a + ".feed_forward_length", o.n_ff);
   w.SetU32(a + ".attention.head_count", o.n_head);
   w.SetU32(a + ".attention.head_count_kv", o.n_head_kv);
@@ -239,6 +242,22 @@ Status WriteDeltaNet(const GenModelOptions& o, const std::string& p, Builder& b)
   return b.Matrix(p + "ssm_out.weight", inner, o.n_embd, 0.5f / std::sqrt(static_cast<float>(inner)), o.type);
 }
 
+// A qwen35 MTP block (llama.cpp's load_block_mtp): a full-attention block plus the nextn projections. The
+// forward pass never reads it; it is there so loaders are tested on files that have one.
+Status WriteMtpBlock(const GenModelOptions& o, int l, int hd, Builder& b) {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+  EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", o.n_embd, 1.0f, 0.05f));
+  EMBER_RETURN_IF_ERROR(WriteAttention(o, p, hd, b));
+  EMBER_RETURN_IF_ERROR(b.Vector(p + "post_attention_norm.weight", o.n_embd, 1.0f, 0.05f));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate.weight", o.n_embd, o.n_ff, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_up.weight", o.n_embd, o.n_ff, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_down.weight", o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)), o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "nextn.eh_proj.weight", 2 * o.n_embd, o.n_embd, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Vector(p + "nextn.enorm.weight", o.n_embd, 1.0f, 0.05f));
+  return b.Vector(p + "nextn.hnorm.weight", o.n_embd, 1.0f, 0.05f);
+}
+
 Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_base, Builder& b) {
   // gemma3 multiplies embeddings by sqrt(n_embd); keep its residual stream at unit scale.
   const float embd_std = o.arch == "gemma3" ? 1.0f / std::sqrt(static_cast<float>(o.n_embd)) : 1.0f;
@@ -268,6 +287,7 @@ Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_ba
         b.Matrix(p + "ffn_down.weight", o.n_ff, o.n_embd, 0.5f / std::sqrt(static_cast<float>(o.n_ff)), o.type));
     if (o.arch == "gemma3") EMBER_RETURN_IF_ERROR(b.Vector(p + "post_ffw_norm.weight", o.n_embd, 1.0f, 0.05f));
   }
+  for (int l = o.n_layer; l < o.n_layer + o.mtp_layers; ++l) EMBER_RETURN_IF_ERROR(WriteMtpBlock(o, l, hd, b));
   return Status::Ok();
 }
 

@@ -41,6 +41,7 @@ struct GenModelOptions {
   int ssm_heads = 4;                 // ssm.time_step_rank: v heads (a multiple of ssm_groups)
   int ssm_conv = 4;                  // ssm.conv_kernel
   int rope_dims = 0;
+  int mtp_layers = 0;                // qwen35: multi-token-prediction blocks after the trunk (nextn_predict_layers)
   GgmlType type = GgmlType::F32;     // default weight type of the matrices
   GgmlType type_embd = GgmlType::F32;
   GgmlType type_output = GgmlType::F32;

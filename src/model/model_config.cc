@@ -146,6 +146,11 @@ StatusOr<ModelConfig> ReadModelConfig(const GgufFile& f, const std::string& a) {
   // Every size is bounded before anything is allocated from it (layers, rope factors, swa flags).
   EMBER_ASSIGN_OR_RETURN(c.n_embd, Required(f, a + ".embedding_length", hparams::kMaxWidth));
   EMBER_ASSIGN_OR_RETURN(c.n_layer, Required(f, a + ".block_count", hparams::kMaxLayers));
+  // Multi-token-prediction blocks (Qwen3.5's MTP, GLM's nextn) come after the trunk and are counted in
+  // block_count; the forward pass never runs them, so they are not read (llama.cpp: n_layer()).
+  EMBER_ASSIGN_OR_RETURN(c.n_mtp_layers, f.IntOr(a + ".nextn_predict_layers", 0));
+  EMBER_RETURN_IF_ERROR(hparams::CheckRange(a + ".nextn_predict_layers", c.n_mtp_layers, 0, c.n_layer - 1));
+  c.n_layer -= c.n_mtp_layers;
   EMBER_ASSIGN_OR_RETURN(c.n_head, Required(f, a + ".attention.head_count", hparams::kMaxHeads));
   EMBER_ASSIGN_OR_RETURN(c.n_head_kv, Optional(f, a + ".attention.head_count_kv", c.n_head, hparams::kMaxHeads));
   EMBER_ASSIGN_OR_RETURN(c.n_ff, Required(f, a + ".feed_forward_length", hparams::kMaxWidth));

@@ -16,7 +16,8 @@ struct ModelConfig {
   std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3" | "qwen35"
   int64_t n_vocab = 0;       // rows of token_embd.weight
   int64_t n_embd = 0;
-  int64_t n_layer = 0;
+  int64_t n_layer = 0;         // trunk blocks: block_count less the MTP blocks
+  int64_t n_mtp_layers = 0;    // nextn_predict_layers: MTP blocks after the trunk, loaded by name only
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim_k = 0;    // attention.key_length (default n_embd / n_head)

@@ -41,7 +41,8 @@ constexpr const char* kShape =
 const std::vector<HybridCase>& Cases() {
   static const std::vector<HybridCase> cases = {
       {"qwen35_f32_greedy", "--type f32 --output-std 2 --seed 31", "f32", 1e-4, 1e-3, true},
-      {"qwen35_f16", "--type f16 --output-std 2 --seed 32", "f16", 1e-4, 1e-3, false},
+      // With an MTP block after the trunk (nextn_predict_layers 1): loaded by name, never run, on both sides.
+      {"qwen35_f16_mtp", "--type f16 --output-std 2 --mtp-layers 1 --seed 32", "f16", 1e-4, 1e-3, false},
       {"qwen35_q8_0", "--type q8_0 --seed 33", "f32", 1e-3, 0, false},
   };
   return cases;
