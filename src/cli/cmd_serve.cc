@@ -319,6 +319,11 @@ void SetupServe(CLI::App& app, std::function<void(int)> set_exit) {
                   "step, and so each running stream's gap between two tokens, stays near it (a cost model "
                   "fitted to the steps run predicts their time); 0 = size by --step-tokens alone; 0 to 10000")
       ->capture_default_str()->check(CLI::Range(0.0, 10000.0))->envname("EMBER_STEP_MS");
+  cmd->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Hybrid models (qwen35): keep the recurrent state every N prompt tokens of a long prefill, so a "
+                  "prompt that diverges inside it resumes near there (besides the checkpoints before each turn "
+                  "start and at the prompt's end); each costs one recurrent state of RAM cache; 0 = none")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->envname("EMBER_CHECKPOINT_EVERY");
   cmd->add_option("--spec", o->spec,
                   "Speculative decoding, lossless (docs/speculative.md): off | ngram (prompt lookup: drafts what "
                   "followed the reply's last tokens earlier in the context) | draft (--draft-model)")

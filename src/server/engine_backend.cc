@@ -111,6 +111,7 @@ struct BatchConfig {
   int parallel = 1;
   int64_t step_tokens = 256;
   double step_ms = 0;
+  int64_t checkpoint_every = 2048;
   uint64_t kv_budget_bytes = 0;
   SpeculativeOptions spec;  // draft_engine: set by the backend to the draft model it owns
 };
@@ -153,6 +154,7 @@ class EngineBackend final : public InferenceBackend {
     runner_ = std::make_unique<BatchRunner>(*engine_, bo);
     CachedSessionOptions so;
     so.budget = &budget_;
+    so.checkpoint_every = batch.checkpoint_every;
     batched_ = std::make_unique<BatchedSession>(*engine_, *runner_, tiers_.get(), so);
   }
   ~EngineBackend() override {
@@ -494,6 +496,10 @@ StatusOr<BatchConfig> BatchConfigFor(const ServeOptions& o, const Engine& engine
   c.parallel = o.parallel;
   c.step_tokens = o.step_tokens;
   c.step_ms = o.step_ms;
+  if (o.checkpoint_every < 0) {
+    return InvalidArgument("--checkpoint-every " + std::to_string(o.checkpoint_every) + ": must be 0 (off) or more");
+  }
+  c.checkpoint_every = o.checkpoint_every;
   EMBER_ASSIGN_OR_RETURN(c.spec.mode, ParseSpecMode(o.spec));
   c.spec.draft_max = o.draft_max;
   c.spec.ngram_min = o.draft_ngram_min;

@@ -75,6 +75,9 @@ struct ServeOptions {
   // Step time target while any sequence decodes (ms; 0: rows only): prompt chunks beside decode rows
   // are cut so a step's predicted time stays near it (docs/batching.md, "Steps sized by time").
   double step_ms = 150;
+  // Hybrid models (docs/hybrid.md): a recurrent-state checkpoint every this many prompt tokens of a long
+  // prefill, besides the ones before each turn start and at the prompt's end (0: none).
+  int64_t checkpoint_every = 2048;
   std::string kv_budget;
   // Speculative decoding (docs/speculative.md): "off" | "ngram" | "draft" (needs draft_model_path, which
   // must share the model's vocabulary), tokens drafted per verification, prompt-lookup n-gram sizes.
