@@ -22,19 +22,34 @@ inline float Reduce16(float* acc) {
   return acc[0];
 }
 
-// Pass 1 over elements [x0, x1): m *= decay, acc[x % 16] = fma(m, k, acc[x % 16]).
+// Pass 1 over elements [x0, x1), x0 % 16 == 0: m *= decay, acc[x % 16] = fma(m, k, acc[x % 16]). Written
+// as 16-element blocks so that the compiler can vectorise the lanes (which changes no lane's sequence).
 inline void DecayDot(float* m, const float* k, float decay, int64_t x0, int64_t x1, float* acc) {
-  for (int64_t x = x0; x < x1; ++x) {
+  int64_t x = x0;
+  for (; x + 16 <= x1; x += 16) {
+    for (int l = 0; l < 16; ++l) {
+      m[x + l] *= decay;
+      acc[l] = std::fma(m[x + l], k[x + l], acc[l]);
+    }
+  }
+  for (int l = 0; x < x1; ++x, ++l) {
     m[x] *= decay;
-    acc[x % 16] = std::fma(m[x], k[x], acc[x % 16]);
+    acc[l] = std::fma(m[x], k[x], acc[l]);
   }
 }
 
-// Pass 2 over elements [x0, x1): m = fma(d, k, m), acc[x % 16] = fma(m, q, acc[x % 16]).
+// Pass 2 over elements [x0, x1), x0 % 16 == 0: m = fma(d, k, m), acc[x % 16] = fma(m, q, acc[x % 16]).
 inline void UpdateDot(float* m, const float* k, const float* q, float d, int64_t x0, int64_t x1, float* acc) {
-  for (int64_t x = x0; x < x1; ++x) {
+  int64_t x = x0;
+  for (; x + 16 <= x1; x += 16) {
+    for (int l = 0; l < 16; ++l) {
+      m[x + l] = std::fma(d, k[x + l], m[x + l]);
+      acc[l] = std::fma(m[x + l], q[x + l], acc[l]);
+    }
+  }
+  for (int l = 0; x < x1; ++x, ++l) {
     m[x] = std::fma(d, k[x], m[x]);
-    acc[x % 16] = std::fma(m[x], q[x], acc[x % 16]);
+    acc[l] = std::fma(m[x], q[x], acc[l]);
   }
 }
 
