@@ -7,20 +7,12 @@
 // every step must be ember's next token. Fails (never skips) when node or the peer is missing.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <random>
-
 #include "engine/engine.h"
 #include "engine_test_util.h"
+#include "long_parity.h"
 
 namespace ember {
 namespace {
-
-using testutil::RunCommand;
 
 struct GemmaCase {
   const char* name;
@@ -61,84 +53,41 @@ TEST_P(Gemma3ParityTest, MatchesLlamaCppPastTheWindow) {
   auto engine = Engine::Load(model, eo);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   Engine& e = **engine;
-  const int64_t nv = e.model().config().n_vocab;
   ASSERT_EQ(e.model().config().n_swa, 128);
   ASSERT_TRUE(e.kv_config().kinds[0].kind == StateKind::kWindow && e.kv_config().kinds[5].kind == StateKind::kFull);
-
-  std::mt19937 rng(17);
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < kPrompt; ++i) tokens.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(nv)));
-  auto seq = e.NewSequence();
-  ASSERT_TRUE(seq.ok());
-  GenerateOptions go;
-  go.max_tokens = kGen;
-  go.sampling.temperature = 0;
-  go.stop_at_eog = false;
-  auto gen = e.Generate(**seq, tokens, go, nullptr);
-  ASSERT_TRUE(gen.ok()) << gen.status().ToString();
-  ASSERT_EQ(gen->tokens.size(), static_cast<size_t>(kGen));
-  // The generating sequence's window layers really released what fell out of reach.
-  EXPECT_GT((*seq)->kv().held_from(0), 0);
-  tokens.insert(tokens.end(), gen->tokens.begin(), gen->tokens.end());
-
-  // Rows compared: 32 positions spread over the sequence, most of them past the window.
-  std::vector<int32_t> rows;
-  for (int i = 0; i < kRows; ++i) rows.push_back(i * (kTotal / kRows) + kTotal / kRows - 1);
-  std::vector<float> ours(rows.size() * static_cast<size_t>(nv));
-  {
-    auto eval_seq = e.NewSequence(/*all_logits=*/true);
-    ASSERT_TRUE(eval_seq.ok());
-    std::vector<float> chunk;
-    for (int64_t at = 0; at < kTotal; at += 16) {
-      chunk.clear();
-      ASSERT_TRUE(e.Evaluate(**eval_seq, std::span<const int32_t>(tokens.data() + at, 16), 16, &chunk).ok());
-      for (size_t r = 0; r < rows.size(); ++r) {
-        if (rows[r] >= at && rows[r] < at + 16) {
-          std::memcpy(ours.data() + r * nv, chunk.data() + (rows[r] - at) * nv, static_cast<size_t>(nv) * 4);
-        }
-      }
-    }
+  {  // A generating sequence's window layers really release what falls out of reach.
+    auto seq = e.NewSequence();
+    ASSERT_TRUE(seq.ok());
+    std::vector<int32_t> ids(300, 5);
+    ASSERT_TRUE(e.Prefill(**seq, ids).ok());
+    EXPECT_GT((*seq)->kv().held_from(0), 0);
   }
 
-  const std::string out = dir + "/peer.f32";
-  const auto r = RunCommand("node " + testutil::PeerRunner() + " logits-rows " + model + " --tokens " + testutil::JoinIds(tokens) +
-                            " --rows " + testutil::JoinIds(rows) + " --argmax-from " + std::to_string(kPrompt - 1) + " --out " +
-                            out + " --kv " + gc.kv + " --threads 2");
-  ASSERT_EQ(r.exit_code, 0) << "the llama.cpp peer failed (node missing?): " << r.out;
-  const auto meta = nlohmann::json::parse(r.out);
-  ASSERT_EQ(meta["n_vocab"].get<int64_t>(), nv);
-  std::ifstream f(out, std::ios::binary);
-  std::vector<float> peer(rows.size() * static_cast<size_t>(nv));
-  f.read(reinterpret_cast<char*>(peer.data()), static_cast<std::streamsize>(peer.size() * 4));
-  ASSERT_TRUE(f.good()) << "short peer output";
-
-  double sum = 0, mx = 0, sum_past = 0;
+  testutil::LongParitySpec spec;  // 32 rows spread over the sequence, most of them past the window
+  spec.prompt = kPrompt;
+  spec.gen = kGen;
+  for (int i = 0; i < kRows; ++i) spec.rows.push_back(i * (kTotal / kRows) + kTotal / kRows - 1);
+  spec.chunks = {16};
+  spec.seed = 17;
+  spec.kv = gc.kv;
+  const testutil::LongParityResult r = testutil::RunLongParity(e, model, dir, spec);
+  ASSERT_EQ(r.kl.size(), spec.rows.size());
+  double sum_past = 0;
   int n_past = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const double kl = testutil::KlFromProbs(peer.data() + i * nv, ours.data() + i * nv, nv);
-    sum += kl;
-    mx = std::max(mx, kl);
-    if (rows[i] >= 128) {
-      sum_past += kl;
+  for (size_t i = 0; i < spec.rows.size(); ++i) {
+    if (spec.rows[i] >= 128) {
+      sum_past += r.kl[i];
       ++n_past;
     }
   }
-  const double mean = sum / static_cast<double>(rows.size());
   std::printf("[gemma3 parity] %-18s kv=%s  KL mean %.3e  max %.3e  (mean past the window %.3e, %d rows)\n",
-              gc.name, gc.kv, mean, mx, sum_past / n_past, n_past);
-  EXPECT_LE(mean, gc.max_mean_kl);
+              gc.name, gc.kv, r.mean(), r.max(), sum_past / n_past, n_past);
+  EXPECT_LE(r.mean(), gc.max_mean_kl);
   if (gc.max_kl > 0) {
-    EXPECT_LE(mx, gc.max_kl);
+    EXPECT_LE(r.max(), gc.max_kl);
   }
   if (gc.check_greedy) {
-    const auto& argmax = meta["argmax"];
-    ASSERT_EQ(argmax.size(), static_cast<size_t>(kGen + 1));
-    int mismatch = 0;
-    for (const auto& a : argmax) {
-      const int64_t pos = a[0].get<int64_t>();
-      if (pos + 1 < kTotal && a[1].get<int32_t>() != tokens[static_cast<size_t>(pos + 1)]) ++mismatch;
-    }
-    EXPECT_EQ(mismatch, 0) << "llama.cpp's greedy choice differs from ember's at " << mismatch << " steps";
+    EXPECT_EQ(r.greedy_mismatch, 0) << "llama.cpp's greedy choice differs from ember's at " << r.greedy_mismatch << " steps";
   }
 }
 

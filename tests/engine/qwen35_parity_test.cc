@@ -7,20 +7,12 @@
 // argmax at every step must be ember's next token. Fails (never skips) when node or the peer is missing.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <random>
-
 #include "engine/engine.h"
 #include "engine_test_util.h"
+#include "long_parity.h"
 
 namespace ember {
 namespace {
-
-using testutil::RunCommand;
 
 struct HybridCase {
   const char* name;
@@ -48,9 +40,6 @@ const std::vector<HybridCase>& Cases() {
   return cases;
 }
 
-// Chunk sizes that cycle through odd lengths, a single token and full ubatches.
-constexpr int kChunks[] = {7, 64, 33, 1, 50, 64, 2, 19};
-
 class Qwen35ParityTest : public ::testing::TestWithParam<HybridCase> {};
 
 TEST_P(Qwen35ParityTest, MatchesLlamaCppAcrossUnevenChunks) {
@@ -64,79 +53,25 @@ TEST_P(Qwen35ParityTest, MatchesLlamaCppAcrossUnevenChunks) {
   eo.load_tokenizer = false;
   auto engine = Engine::Load(model, eo);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  Engine& e = **engine;
-  const int64_t nv = e.model().config().n_vocab;
-  ASSERT_TRUE(e.model().config().is_recurrent(0) && !e.model().config().is_recurrent(3));
-  ASSERT_EQ(e.kv_config().kinds[0].kind, StateKind::kRecurrent);
+  ASSERT_TRUE((*engine)->model().config().is_recurrent(0) && !(*engine)->model().config().is_recurrent(3));
+  ASSERT_EQ((*engine)->kv_config().kinds[0].kind, StateKind::kRecurrent);
 
-  std::mt19937 rng(37);
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < kPrompt; ++i) tokens.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(nv)));
-  auto seq = e.NewSequence();
-  ASSERT_TRUE(seq.ok());
-  GenerateOptions go;
-  go.max_tokens = kGen;
-  go.sampling.temperature = 0;
-  go.stop_at_eog = false;
-  auto gen = e.Generate(**seq, tokens, go, nullptr);
-  ASSERT_TRUE(gen.ok()) << gen.status().ToString();
-  ASSERT_EQ(gen->tokens.size(), static_cast<size_t>(kGen));
-  tokens.insert(tokens.end(), gen->tokens.begin(), gen->tokens.end());
-
-  std::vector<int32_t> rows;
-  for (int i = 0; i < kRows; ++i) rows.push_back(i * (kTotal / kRows) + kTotal / kRows - 1);
-  std::vector<float> ours(rows.size() * static_cast<size_t>(nv));
-  {
-    auto eval_seq = e.NewSequence(/*all_logits=*/true);
-    ASSERT_TRUE(eval_seq.ok());
-    std::vector<float> chunk;
-    int64_t at = 0;
-    for (size_t c = 0; at < kTotal; ++c) {
-      const int64_t n = std::min<int64_t>(kChunks[c % std::size(kChunks)], kTotal - at);
-      chunk.clear();
-      ASSERT_TRUE(e.Evaluate(**eval_seq, std::span<const int32_t>(tokens.data() + at, static_cast<size_t>(n)), n, &chunk).ok());
-      for (size_t r = 0; r < rows.size(); ++r) {
-        if (rows[r] >= at && rows[r] < at + n) {
-          std::memcpy(ours.data() + r * nv, chunk.data() + (rows[r] - at) * nv, static_cast<size_t>(nv) * 4);
-        }
-      }
-      at += n;
-    }
-  }
-
-  const std::string out = dir + "/peer.f32";
-  const auto r = RunCommand("node " + testutil::PeerRunner() + " logits-rows " + model + " --tokens " + testutil::JoinIds(tokens) +
-                            " --rows " + testutil::JoinIds(rows) + " --argmax-from " + std::to_string(kPrompt - 1) + " --out " +
-                            out + " --kv " + hc.kv + " --threads 2");
-  ASSERT_EQ(r.exit_code, 0) << "the llama.cpp peer failed (node missing?): " << r.out;
-  const auto meta = nlohmann::json::parse(r.out);
-  ASSERT_EQ(meta["n_vocab"].get<int64_t>(), nv);
-  std::ifstream f(out, std::ios::binary);
-  std::vector<float> peer(rows.size() * static_cast<size_t>(nv));
-  f.read(reinterpret_cast<char*>(peer.data()), static_cast<std::streamsize>(peer.size() * 4));
-  ASSERT_TRUE(f.good()) << "short peer output";
-
-  double sum = 0, mx = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const double kl = testutil::KlFromProbs(peer.data() + i * nv, ours.data() + i * nv, nv);
-    sum += kl;
-    mx = std::max(mx, kl);
-  }
-  const double mean = sum / static_cast<double>(rows.size());
-  std::printf("[qwen35 parity] %-18s kv=%s  KL mean %.3e  max %.3e over %d rows\n", hc.name, hc.kv, mean, mx, kRows);
-  EXPECT_LE(mean, hc.max_mean_kl);
+  testutil::LongParitySpec spec;
+  spec.prompt = kPrompt;
+  spec.gen = kGen;
+  for (int i = 0; i < kRows; ++i) spec.rows.push_back(i * (kTotal / kRows) + kTotal / kRows - 1);
+  spec.chunks = {7, 64, 33, 1, 50, 64, 2, 19};  // odd lengths, a single token and full ubatches
+  spec.seed = 37;
+  spec.kv = hc.kv;
+  const testutil::LongParityResult r = testutil::RunLongParity(**engine, model, dir, spec);
+  ASSERT_EQ(r.kl.size(), spec.rows.size());
+  std::printf("[qwen35 parity] %-18s kv=%s  KL mean %.3e  max %.3e over %d rows\n", hc.name, hc.kv, r.mean(), r.max(), kRows);
+  EXPECT_LE(r.mean(), hc.max_mean_kl);
   if (hc.max_kl > 0) {
-    EXPECT_LE(mx, hc.max_kl);
+    EXPECT_LE(r.max(), hc.max_kl);
   }
   if (hc.check_greedy) {
-    const auto& argmax = meta["argmax"];
-    ASSERT_EQ(argmax.size(), static_cast<size_t>(kGen + 1));
-    int mismatch = 0;
-    for (const auto& a : argmax) {
-      const int64_t pos = a[0].get<int64_t>();
-      if (pos + 1 < kTotal && a[1].get<int32_t>() != tokens[static_cast<size_t>(pos + 1)]) ++mismatch;
-    }
-    EXPECT_EQ(mismatch, 0) << "llama.cpp's greedy choice differs from ember's at " << mismatch << " steps";
+    EXPECT_EQ(r.greedy_mismatch, 0) << "llama.cpp's greedy choice differs from ember's at " << r.greedy_mismatch << " steps";
   }
 }
 
