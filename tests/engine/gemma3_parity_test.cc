@@ -14,14 +14,7 @@
 namespace ember {
 namespace {
 
-struct GemmaCase {
-  const char* name;
-  const char* gen_args;
-  const char* kv;
-  double max_mean_kl;
-  double max_kl;  // <= 0: not checked
-  bool check_greedy;
-};
+using testutil::LongParityCase;
 
 constexpr int kPrompt = 608, kGen = 32, kTotal = kPrompt + kGen, kRows = 32;
 
@@ -30,8 +23,8 @@ constexpr const char* kShape =
     "--arch gemma3 --tokenizer gemma3 --n-layer 6 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 128 "
     "--sliding-window 128 --swa-pattern 6 --ctx 2048 --untied";
 
-const std::vector<GemmaCase>& Cases() {
-  static const std::vector<GemmaCase> cases = {
+const std::vector<LongParityCase>& Cases() {
+  static const std::vector<LongParityCase> cases = {
       {"gemma3_f32_greedy", "--type f32 --output-std 2 --seed 21", "f32", 1e-4, 1e-3, true},
       {"gemma3_f16_greedy", "--type f16 --output-std 2 --seed 22", "f16", 1e-4, 1e-3, true},
       {"gemma3_q8_0", "--type q8_0 --seed 23", "f32", 1e-3, 0, false},
@@ -39,18 +32,13 @@ const std::vector<GemmaCase>& Cases() {
   return cases;
 }
 
-class Gemma3ParityTest : public ::testing::TestWithParam<GemmaCase> {};
+class Gemma3ParityTest : public ::testing::TestWithParam<LongParityCase> {};
 
 TEST_P(Gemma3ParityTest, MatchesLlamaCppPastTheWindow) {
-  const GemmaCase& gc = GetParam();
+  const LongParityCase& gc = GetParam();
   const std::string dir = testutil::MakeTempDir(gc.name);
   const std::string model = testutil::GenModel(dir, gc.name, std::string(kShape) + " " + gc.gen_args);
-  EngineOptions eo;
-  eo.threads = 2;
-  eo.kv_dtype = std::string(gc.kv) == "f32" ? KvDtype::kF32 : KvDtype::kF16;
-  eo.ubatch = 64;
-  eo.load_tokenizer = false;
-  auto engine = Engine::Load(model, eo);
+  auto engine = testutil::LoadParityEngine(model, gc);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   Engine& e = **engine;
   ASSERT_EQ(e.model().config().n_swa, 128);
@@ -66,7 +54,7 @@ TEST_P(Gemma3ParityTest, MatchesLlamaCppPastTheWindow) {
   testutil::LongParitySpec spec;  // 32 rows spread over the sequence, most of them past the window
   spec.prompt = kPrompt;
   spec.gen = kGen;
-  for (int i = 0; i < kRows; ++i) spec.rows.push_back(i * (kTotal / kRows) + kTotal / kRows - 1);
+  spec.rows = testutil::EvenRows(kTotal, kRows);
   spec.chunks = {16};
   spec.seed = 17;
   spec.kv = gc.kv;
@@ -92,7 +80,7 @@ TEST_P(Gemma3ParityTest, MatchesLlamaCppPastTheWindow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Gemma3ParityTest, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<GemmaCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<LongParityCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace ember

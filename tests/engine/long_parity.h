@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <span>
@@ -19,6 +20,33 @@
 #include "engine_test_util.h"
 
 namespace ember::testutil {
+
+// One model of a long-parity suite: gen-model flags, the KV type on both sides, the KL bounds.
+struct LongParityCase {
+  const char* name;
+  const char* gen_args;
+  const char* kv;          // "f32" | "f16"
+  double max_mean_kl;
+  double max_kl;           // <= 0: not checked
+  bool check_greedy;
+};
+
+// The engine the suites compare: 2 threads, ubatch 64, the case's KV type, no tokenizer.
+inline StatusOr<std::unique_ptr<Engine>> LoadParityEngine(const std::string& model, const LongParityCase& c) {
+  EngineOptions eo;
+  eo.threads = 2;
+  eo.kv_dtype = std::string(c.kv) == "f32" ? KvDtype::kF32 : KvDtype::kF16;
+  eo.ubatch = 64;
+  eo.load_tokenizer = false;
+  return Engine::Load(model, eo);
+}
+
+// `count` rows evenly over [0, total): the last position of each of count equal stretches.
+inline std::vector<int32_t> EvenRows(int total, int count) {
+  std::vector<int32_t> rows;
+  for (int i = 0; i < count; ++i) rows.push_back(i * (total / count) + total / count - 1);
+  return rows;
+}
 
 struct LongParitySpec {
   int prompt = 608;                // random prompt ids

@@ -14,14 +14,7 @@
 namespace ember {
 namespace {
 
-struct HybridCase {
-  const char* name;
-  const char* gen_args;
-  const char* kv;
-  double max_mean_kl;
-  double max_kl;  // <= 0: not checked
-  bool check_greedy;
-};
+using testutil::LongParityCase;
 
 constexpr int kPrompt = 608, kGen = 32, kTotal = kPrompt + kGen, kRows = 32;
 
@@ -30,8 +23,8 @@ constexpr const char* kShape =
     "--ssm-state 32 --ssm-groups 2 --ssm-heads 4 --ssm-conv 4 --full-attention-interval 4 --rope-dims 16 "
     "--ctx 4096 --untied";
 
-const std::vector<HybridCase>& Cases() {
-  static const std::vector<HybridCase> cases = {
+const std::vector<LongParityCase>& Cases() {
+  static const std::vector<LongParityCase> cases = {
       {"qwen35_f32_greedy", "--type f32 --output-std 2 --seed 31", "f32", 1e-4, 1e-3, true},
       // With an MTP block after the trunk (nextn_predict_layers 1): loaded by name, never run, on both sides.
       {"qwen35_f16_mtp", "--type f16 --output-std 2 --mtp-layers 1 --seed 32", "f16", 1e-4, 1e-3, false},
@@ -40,18 +33,13 @@ const std::vector<HybridCase>& Cases() {
   return cases;
 }
 
-class Qwen35ParityTest : public ::testing::TestWithParam<HybridCase> {};
+class Qwen35ParityTest : public ::testing::TestWithParam<LongParityCase> {};
 
 TEST_P(Qwen35ParityTest, MatchesLlamaCppAcrossUnevenChunks) {
-  const HybridCase& hc = GetParam();
+  const LongParityCase& hc = GetParam();
   const std::string dir = testutil::MakeTempDir(hc.name);
   const std::string model = testutil::GenModel(dir, hc.name, std::string(kShape) + " " + hc.gen_args);
-  EngineOptions eo;
-  eo.threads = 2;
-  eo.kv_dtype = std::string(hc.kv) == "f32" ? KvDtype::kF32 : KvDtype::kF16;
-  eo.ubatch = 64;
-  eo.load_tokenizer = false;
-  auto engine = Engine::Load(model, eo);
+  auto engine = testutil::LoadParityEngine(model, hc);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   ASSERT_TRUE((*engine)->model().config().is_recurrent(0) && !(*engine)->model().config().is_recurrent(3));
   ASSERT_EQ((*engine)->kv_config().kinds[0].kind, StateKind::kRecurrent);
@@ -59,7 +47,7 @@ TEST_P(Qwen35ParityTest, MatchesLlamaCppAcrossUnevenChunks) {
   testutil::LongParitySpec spec;
   spec.prompt = kPrompt;
   spec.gen = kGen;
-  for (int i = 0; i < kRows; ++i) spec.rows.push_back(i * (kTotal / kRows) + kTotal / kRows - 1);
+  spec.rows = testutil::EvenRows(kTotal, kRows);
   spec.chunks = {7, 64, 33, 1, 50, 64, 2, 19};  // odd lengths, a single token and full ubatches
   spec.seed = 37;
   spec.kv = hc.kv;
@@ -76,7 +64,7 @@ TEST_P(Qwen35ParityTest, MatchesLlamaCppAcrossUnevenChunks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Qwen35ParityTest, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<HybridCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<LongParityCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace ember
