@@ -134,7 +134,6 @@ class BatchRunner {
   std::vector<std::shared_ptr<Active>> waiting_ GUARDED_BY(mu_);  // FIFO, not yet given a slot
   std::vector<std::shared_ptr<Active>> running_ GUARDED_BY(mu_);  // holding slots, admission order
   bool stopping_ GUARDED_BY(mu_) = false;
-  bool head_blocked_ GUARDED_BY(mu_) = false;  // the last admission refused waiting_.front() for memory
   uint64_t next_id_ GUARDED_BY(mu_) = 0;
   BatchRunnerStats st_ GUARDED_BY(mu_);
   std::thread thread_;

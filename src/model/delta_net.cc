@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 #include "kernels/delta_rule.h"
 #include "kernels/fast_exp.h"
@@ -83,10 +82,11 @@ void DeltaNetScratch::Forward(const ModelConfig& c, const LayerWeights& w, int l
   for (int64_t i = 0; i < rows * H; ++i) {
     beta_[static_cast<size_t>(i)] = Sigmoid(beta_[static_cast<size_t>(i)]);
     const int64_t h = i % H;
-    g_[static_cast<size_t>(i)] = Softplus(g_[static_cast<size_t>(i)] + w.ssm_dt[h]) * w.ssm_a[h];
+    // The decay exp(g), g = softplus(alpha + dt) * a: what the recurrence multiplies the state by.
+    g_[static_cast<size_t>(i)] = std::exp(Softplus(g_[static_cast<size_t>(i)] + w.ssm_dt[h]) * w.ssm_a[h]);
   }
   Conv(c, w, layer, slices, pool);
-  Recurrence(c, layer, slices, pool);
+  Recurrence(c, layer, slices, rows, pool);
   pool.ParallelFor(rows * H, [&](int64_t b, int64_t e, int) {  // gated RMS norm of each v head
     for (int64_t i = b; i < e; ++i) {
       float* o = o_.data() + i * S;
@@ -126,24 +126,17 @@ void DeltaNetScratch::Conv(const ModelConfig& c, const LayerWeights& w, int laye
 // in the layer's recurrent floats), all of the slice's rows in one kernels::DeltaRuleHeadTokens call (its
 // fixed per-row sequence, kernels/delta_rule.h, is the same whatever the tier or the tokens per call).
 void DeltaNetScratch::Recurrence(const ModelConfig& c, int layer, std::span<const DeltaNetSlice> slices,
-                                 kernels::ThreadPool& pool) {
+                                 int64_t rows, kernels::ThreadPool& pool) {
   const int64_t H = c.ssm_dt_rank, S = c.ssm_d_state, C = c.ssm_conv_channels(), key_dim = c.ssm_key_dim();
   const int64_t groups = c.ssm_n_group;
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
   const float eps = c.rms_eps;
   // q and k heads are normalised once per row, before any head reads them.
-  int64_t rows = 0;
-  for (const DeltaNetSlice& s : slices) rows = std::max(rows, s.row0 + s.n);
-  // So are the gates, g_ becoming the decay exp(g) (item (row, g) takes the v heads h = g mod groups).
   pool.ParallelFor(rows * groups, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t row = i / groups, g = i % groups;
       L2Normalize(conv_.data() + row * C + g * S, S, eps);
       L2Normalize(conv_.data() + row * C + key_dim + g * S, S, eps);
-      for (int64_t h = g; h < H; h += groups) {
-        float& gate = g_[static_cast<size_t>(row * H + h)];
-        gate = std::exp(gate);
-      }
     }
   });
   const int64_t tasks = static_cast<int64_t>(slices.size()) * H;

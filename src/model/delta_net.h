@@ -47,13 +47,14 @@ class DeltaNetScratch {
  private:
   void Conv(const ModelConfig& c, const LayerWeights& w, int layer, std::span<const DeltaNetSlice> slices,
             kernels::ThreadPool& pool);
-  void Recurrence(const ModelConfig& c, int layer, std::span<const DeltaNetSlice> slices, kernels::ThreadPool& pool);
+  void Recurrence(const ModelConfig& c, int layer, std::span<const DeltaNetSlice> slices, int64_t rows,
+                  kernels::ThreadPool& pool);
 
   std::vector<float> qkv_;    // [T][conv channels]  projection, then conv + silu output (q, k normalised)
   std::vector<float> conv_;   // [T][conv channels]
   std::vector<float> z_;      // [T][d_inner]
   std::vector<float> beta_;   // [T][dt_rank]
-  std::vector<float> g_;      // [T][dt_rank]
+  std::vector<float> g_;      // [T][dt_rank]  decay exp(g)
   std::vector<float> o_;      // [T][d_inner]  recurrence output, then the gated norm
 };
 
