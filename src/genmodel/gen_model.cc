@@ -70,6 +70,13 @@ class Builder {
     for (float& x : v) x = rng_.Normal() * std;
     return Put(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, v, type);
   }
+  // A 3-D weight [n_in, n_out, n_mat] ~ N(0, std): n_mat matrices back to back (MoE experts).
+  Status Tensor3(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_mat, float std, GgmlType type) {
+    if (w_ == nullptr) return Count(n_in * n_out * n_mat);
+    std::vector<float> v(static_cast<size_t>(n_in * n_out * n_mat));
+    for (float& x : v) x = rng_.Normal() * std;
+    return Put(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_mat)}, v, type);
+  }
   // A 1-D vector ~ mean + N(0, std), always F32 (ggml keeps norms and biases in f32).
   Status Vector(const std::string& name, int64_t n, float mean, float std) {
     if (w_ == nullptr) return Count(n);
@@ -130,9 +137,15 @@ int RopeDims(const GenModelOptions& o, int hd) {
   return std::max(2, std::min(hd, d - d % 2));
 }
 
+int ExpertFf(const GenModelOptions& o) { return o.n_ff_exp > 0 ? o.n_ff_exp : std::max(1, o.n_ff / o.n_expert_used); }
+
 Status CheckShape(const GenModelOptions& o) {
-  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && o.arch != "gemma3" && o.arch != "qwen35")
-    return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3 or qwen35 (got '" + o.arch + "')");
+  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && o.arch != "gemma3" && o.arch != "qwen35" &&
+      o.arch != "qwen3moe")
+    return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3, qwen35 or qwen3moe (got '" + o.arch + "')");
+  if (o.arch == "qwen3moe" &&
+      (o.n_expert < 1 || o.n_expert > 512 || o.n_expert_used < 1 || o.n_expert_used > o.n_expert || o.n_ff_exp < 0))
+    return InvalidArgument("--experts must be 1..512 and --experts-used 1..--experts");
   if (o.arch == "qwen35") {
     if (o.full_attention_interval < 1 || o.ssm_state < 2 || o.ssm_groups < 1 || o.ssm_heads < 1 || o.ssm_conv < 2 ||
         o.ssm_conv > 64 || o.rope_dims < 0 || o.mtp_layers < 0)
@@ -192,6 +205,11 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
     }
     if (o.logit_softcap > 0) w.SetF32(a + ".final_logit_softcapping", o.logit_softcap);
   }
+  if (a == "qwen3moe") {
+    w.SetU32(a + ".expert_count", o.n_expert);
+    w.SetU32(a + ".expert_used_count", o.n_expert_used);
+    w.SetU32(a + ".expert_feed_forward_length", ExpertFf(o));
+  }
   if (a == "qwen35") {
     w.SetU32(a + ".ssm.conv_kernel", o.ssm_conv);
     w.SetU32(a + ".ssm.state_size", o.ssm_state);
@@ -217,7 +235,7 @@ Status WriteAttention(const GenModelOptions& o, const std::string& p, int hd, Bu
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k.bias", kv, 0.0f, 0.1f));
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_v.bias", kv, 0.0f, 0.1f));
   }
-  if (o.arch == "qwen3" || o.arch == "gemma3" || o.arch == "qwen35") {
+  if (o.arch == "qwen3" || o.arch == "gemma3" || o.arch == "qwen35" || o.arch == "qwen3moe") {
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f));
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f));
   }
@@ -258,6 +276,19 @@ Status WriteMtpBlock(const GenModelOptions& o, int l, int hd, Builder& b) {
   return b.Vector(p + "nextn.hnorm.weight", o.n_embd, 1.0f, 0.05f);
 }
 
+// A qwen3moe FFN: the router (f32, as llama-quantize leaves ffn_gate_inp) and the 3-D expert tensors
+// [n_in, n_out, n_expert]. A wider router spreads the softmax so top-k choices are decisive, not ties.
+Status WriteMoeFfn(const GenModelOptions& o, const std::string& p, Builder& b) {
+  const int ff = ExpertFf(o);
+  const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+  const float router = o.router_std > 0 ? o.router_std : 2 * s_embd;
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate_inp.weight", o.n_embd, o.n_expert, router, GgmlType::F32));
+  EMBER_RETURN_IF_ERROR(b.Tensor3(p + "ffn_gate_exps.weight", o.n_embd, ff, o.n_expert, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Tensor3(p + "ffn_up_exps.weight", o.n_embd, ff, o.n_expert, s_embd, o.type));
+  return b.Tensor3(p + "ffn_down_exps.weight", ff, o.n_embd, o.n_expert, 0.5f / std::sqrt(static_cast<float>(ff)),
+                   o.type);
+}
+
 Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_base, Builder& b) {
   // gemma3 multiplies embeddings by sqrt(n_embd); keep its residual stream at unit scale.
   const float embd_std = o.arch == "gemma3" ? 1.0f / std::sqrt(static_cast<float>(o.n_embd)) : 1.0f;
@@ -281,6 +312,10 @@ Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_ba
     EMBER_RETURN_IF_ERROR(b.Vector(p + (o.arch == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"),
                                    o.n_embd, 1.0f, 0.05f));
     const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+    if (o.arch == "qwen3moe") {
+      EMBER_RETURN_IF_ERROR(WriteMoeFfn(o, p, b));
+      continue;
+    }
     EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate.weight", o.n_embd, o.n_ff, s_embd, o.type));
     EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_up.weight", o.n_embd, o.n_ff, s_embd, o.type));
     EMBER_RETURN_IF_ERROR(

@@ -56,6 +56,9 @@ struct ArchSpec {
   // input norm is stored as post_attention_norm.
   bool attn_gate = false;
   bool hybrid = false;
+  // qwen3moe: the FFN is a routed mixture of experts (ffn_gate_inp + ffn_{gate,up,down}_exps;
+  // model/moe.h) instead of ffn_{gate,up,down}.
+  bool moe = false;
   const char* ffn_norm_name = "ffn_norm.weight";
 };
 

@@ -26,8 +26,12 @@ ForwardContext::ForwardContext(const Model& model, const ForwardOptions& options
   v_.resize(T * c.kv_dim_v());
   att_.resize(T * c.attn_out_dim());
   proj_.resize(T * c.n_embd);
-  gate_.resize(T * c.n_ff);
-  up_.resize(T * c.n_ff);
+  if (c.moe()) {
+    moe_.Resize(c, opts_.max_ubatch);
+  } else {
+    gate_.resize(T * c.n_ff);
+    up_.resize(T * c.n_ff);
+  }
   rope_.resize(T * c.rope_n_dims);
   if (c.n_swa > 0) rope_swa_.resize(T * c.rope_n_dims);
   if (model.arch().attn_gate) {
@@ -220,6 +224,10 @@ void ForwardContext::NormRows(const float* x, const float* w, int64_t n, float* 
 
 void ForwardContext::FeedForward(const LayerWeights& w, int64_t n, kernels::ThreadPool& pool) {
   const ModelConfig& c = model_.config();
+  if (c.moe()) {
+    moe_.Forward(c, w, xn_.data(), n, proj_.data(), pool, &times_);  // proj [T][n_embd]  ffn_moe_out
+    return;
+  }
   {
     OpTimer timer(&times_, &times_.matmul_s);
     const kernels::MatMulOut outs[] = {{&w.w_gate, gate_.data()}, {&w.w_up, up_.data()}};  // [T][n_ff] each

@@ -20,6 +20,7 @@
 #include "kv/kv_state.h"
 #include "model/delta_net.h"
 #include "model/model.h"
+#include "model/moe.h"
 #include "model/op_times.h"
 
 namespace ember {
@@ -122,6 +123,7 @@ class ForwardContext {
   std::vector<float> att_gate_;  // attn_gate archs: [T][q_dim]    the attention output gate
   DeltaNetScratch delta_;      // hybrid archs: the delta-net layers' buffers
   std::vector<DeltaNetSlice> delta_slices_;  // per pass (reused)
+  MoeScratch moe_;             // MoE archs: routing and the grouped expert buffers
   std::vector<int64_t> pos_;   // [T] each row's position in its sequence
   std::vector<int64_t> out_rows_;         // activation rows whose logits the pass computes
   std::vector<int64_t> slice_logit_row_;  // per slice of the last RunBatch: its first logits row, -1 none

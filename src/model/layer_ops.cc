@@ -10,9 +10,10 @@ extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kGemma3Arch;
 extern const ArchSpec kQwen35Arch;
+extern const ArchSpec kQwen3MoeArch;
 
 const ArchSpec* FindArch(const std::string& name) {
-  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kGemma3Arch, &kQwen35Arch}) {
+  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kGemma3Arch, &kQwen35Arch, &kQwen3MoeArch}) {
     if (name == a->name) return a;
   }
   return nullptr;

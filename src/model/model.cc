@@ -66,6 +66,26 @@ StatusOr<kernels::WeightView> Matrix(const GgufFile& f, const std::string& name,
   return w;
 }
 
+// A 3-D expert tensor [n_in, n_out, n_expert]: expert 0's view (checked like a matrix) and the stride.
+StatusOr<ExpertMatrix> Experts(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out,
+                               int64_t n_expert, uint64_t* bytes) {
+  EMBER_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Tensor(f, name, {n_in, n_out, n_expert}));
+  ExpertMatrix m;
+  m.first.type = t->type;
+  m.first.data = t->data;
+  m.first.n_in = n_in;
+  m.first.n_out = n_out;
+  m.first.row_bytes = TypeInfo(t->type).supported ? RowBytes(t->type, static_cast<uint64_t>(n_in)) : 0;
+  Status st = kernels::CheckWeight(m.first);
+  if (!st.ok()) return st.WithContext("model: tensor '" + name + "' (" + GgmlTypeName(t->type) + ")");
+  m.stride = m.first.row_bytes * static_cast<size_t>(n_out);
+  if (t->n_bytes < m.stride * static_cast<uint64_t>(n_expert)) {
+    return InvalidArgument("model: tensor '" + name + "' is shorter than its " + std::to_string(n_expert) + " experts");
+  }
+  *bytes += t->n_bytes;
+  return m;
+}
+
 std::string Blk(int il, const char* what) { return "blk." + std::to_string(il) + "." + what; }
 
 }  // namespace
@@ -101,6 +121,7 @@ Status Model::Bind() {
                            GgmlTypeName(embd->type));
   }
   weight_bytes_ = 0;
+  inactive_expert_bytes_ = 0;
   EMBER_ASSIGN_OR_RETURN(output_norm_, F32Vector(f, "output_norm.weight", c.n_embd));
   tied_output_ = f.FindTensor("output.weight") == nullptr;
   EMBER_ASSIGN_OR_RETURN(output_, Matrix(f, tied_output_ ? "token_embd.weight" : "output.weight", c.n_embd,
@@ -127,6 +148,7 @@ Status Model::BindLayer(int il, LayerWeights& w) {
     EMBER_ASSIGN_OR_RETURN(w.ffn_post_norm, F32Vector(f, Blk(il, "post_ffw_norm.weight"), c.n_embd));
   }
   EMBER_ASSIGN_OR_RETURN(w.ffn_norm, F32Vector(f, Blk(il, arch_->ffn_norm_name), c.n_embd));
+  if (arch_->moe) return BindMoe(il, w);
   EMBER_ASSIGN_OR_RETURN(w.w_gate, Matrix(f, Blk(il, "ffn_gate.weight"), c.n_embd, c.n_ff, b));
   EMBER_ASSIGN_OR_RETURN(w.w_up, Matrix(f, Blk(il, "ffn_up.weight"), c.n_embd, c.n_ff, b));
   EMBER_ASSIGN_OR_RETURN(w.w_down, Matrix(f, Blk(il, "ffn_down.weight"), c.n_ff, c.n_embd, b));
@@ -180,11 +202,26 @@ Status Model::BindDeltaNet(int il, LayerWeights& w) {
   return Status::Ok();
 }
 
+// The tensors llama.cpp 80fb11a requires of a qwen3moe FFN (src/models/qwen3moe.cpp).
+Status Model::BindMoe(int il, LayerWeights& w) {
+  const GgufFile& f = *file_;
+  const ModelConfig& c = config_;
+  uint64_t* b = &weight_bytes_;
+  EMBER_ASSIGN_OR_RETURN(w.moe_router, Matrix(f, Blk(il, "ffn_gate_inp.weight"), c.n_embd, c.n_expert, b));
+  const uint64_t before = weight_bytes_;
+  EMBER_ASSIGN_OR_RETURN(w.exp_gate, Experts(f, Blk(il, "ffn_gate_exps.weight"), c.n_embd, c.n_ff_exp, c.n_expert, b));
+  EMBER_ASSIGN_OR_RETURN(w.exp_up, Experts(f, Blk(il, "ffn_up_exps.weight"), c.n_embd, c.n_ff_exp, c.n_expert, b));
+  EMBER_ASSIGN_OR_RETURN(w.exp_down, Experts(f, Blk(il, "ffn_down_exps.weight"), c.n_ff_exp, c.n_embd, c.n_expert, b));
+  const uint64_t experts = weight_bytes_ - before;
+  inactive_expert_bytes_ += experts - experts / static_cast<uint64_t>(c.n_expert) * static_cast<uint64_t>(c.n_expert_used);
+  return Status::Ok();
+}
+
 std::vector<kernels::WeightView*> Model::PackCandidates() {
   std::vector<kernels::WeightView*> views;
   for (LayerWeights& l : layers_) {
     for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.ssm_qkv, &l.ssm_z,
-                                   &l.ssm_beta, &l.ssm_alpha, &l.ssm_out}) {
+                                   &l.ssm_beta, &l.ssm_alpha, &l.ssm_out, &l.moe_router}) {
       if (w->data != nullptr) views.push_back(w);  // a hybrid's layers have one set or the other
     }
   }

@@ -23,6 +23,18 @@
 
 namespace ember {
 
+// One matrix per expert, stored as one 3-D tensor [n_in, n_out, n_expert] (ffn_*_exps): expert e's rows
+// start stride bytes after expert e-1's.
+struct ExpertMatrix {
+  kernels::WeightView first;  // expert 0
+  size_t stride = 0;
+  kernels::WeightView Expert(int64_t e) const {
+    kernels::WeightView v = first;
+    v.data += static_cast<size_t>(e) * stride;
+    return v;
+  }
+};
+
 // One transformer block's weights. Norm weights/biases are f32 vectors inside the mmap.
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [n_embd]
@@ -41,6 +53,11 @@ struct LayerWeights {
   kernels::WeightView w_gate;        // n_embd -> n_ff
   kernels::WeightView w_up;          // n_embd -> n_ff
   kernels::WeightView w_down;        // n_ff -> n_embd
+  // Mixture of experts (ArchSpec::moe; model/moe.h). w_gate/w_up/w_down are unset there.
+  kernels::WeightView moe_router;    // ffn_gate_inp: n_embd -> n_expert
+  ExpertMatrix exp_gate;             // n_embd -> n_ff_exp, per expert
+  ExpertMatrix exp_up;               // n_embd -> n_ff_exp
+  ExpertMatrix exp_down;             // n_ff_exp -> n_embd
   // Gated delta net (qwen35 recurrent layers; model/delta_net.h). wq..wo and q/k norms are unset there.
   kernels::WeightView ssm_qkv;       // attn_qkv:  n_embd -> conv channels (q, k, v)
   kernels::WeightView ssm_z;         // attn_gate: n_embd -> ssm_d_inner (output gate z)
@@ -69,8 +86,11 @@ class Model {
   // output.weight, or token_embd.weight when the output is tied.
   const kernels::WeightView& output() const { return output_; }
   bool tied_output() const { return tied_output_; }
-  // Bytes of all weights a forward pass reads (for bandwidth figures).
+  // Bytes of all weights in the file's matrices and vectors the forward pass uses.
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Bytes one decoded token reads: weight_bytes less the experts it is not routed to (a MoE reads
+  // n_expert_used of n_expert experts per layer; dense models read everything).
+  uint64_t active_weight_bytes() const { return weight_bytes_ - inactive_expert_bytes_; }
 
   // Repacks the matmul weights MatMul reads packed on this CPU — every layer matrix, and the output
   // matrix unless it is the (row-indexed) token embedding — into copies for the zmm GEMM kernels
@@ -98,6 +118,7 @@ class Model {
   Status BindLayer(int il, LayerWeights& w);
   Status BindAttention(int il, LayerWeights& w);
   Status BindDeltaNet(int il, LayerWeights& w);
+  Status BindMoe(int il, LayerWeights& w);
   // The matmul weights PackWeights considers: every layer matrix and an untied output.
   std::vector<kernels::WeightView*> PackCandidates();
 
@@ -110,6 +131,7 @@ class Model {
   kernels::WeightView output_;
   bool tied_output_ = false;
   uint64_t weight_bytes_ = 0;
+  uint64_t inactive_expert_bytes_ = 0;
   kernels::PackedWeights packed_;
 };
 

@@ -117,6 +117,20 @@ Status ReadQwen35(const GgufFile& f, const std::string& a, ModelConfig& c) {
   return Status::Ok();
 }
 
+// qwen3moe, as llama.cpp 80fb11a reads it (src/models/qwen3moe.cpp, build_moe_ffn): expert_count and
+// expert_used_count are required, expert_feed_forward_length defaults to feed_forward_length /
+// expert_used_count; routing is a softmax over all experts, the top k are kept and their weights divided
+// by their sum (no expert_weights_scale).
+Status ReadMoe(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  constexpr int64_t kMaxExperts = 512;  // the largest routed MoE files ship 384
+  EMBER_ASSIGN_OR_RETURN(c.n_expert, Required(f, a + ".expert_count", kMaxExperts));
+  EMBER_ASSIGN_OR_RETURN(c.n_expert_used, Required(f, a + ".expert_used_count", c.n_expert));
+  EMBER_ASSIGN_OR_RETURN(c.n_ff_exp, Optional(f, a + ".expert_feed_forward_length",
+                                              std::max<int64_t>(1, c.n_ff / c.n_expert_used), hparams::kMaxWidth));
+  c.moe_norm_topk = true;
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<float> Llama3FreqFactors(float freq_base, int64_t n_dims, float factor, float low_freq_factor,
@@ -176,6 +190,7 @@ StatusOr<ModelConfig> ReadModelConfig(const GgufFile& f, const std::string& a) {
   EMBER_RETURN_IF_ERROR(ReadRopeScaling(f, a, c));
   if (a == "gemma3") EMBER_RETURN_IF_ERROR(ReadGemma3(f, a, c));
   if (a == "qwen35") EMBER_RETURN_IF_ERROR(ReadQwen35(f, a, c));
+  if (a == "qwen3moe") EMBER_RETURN_IF_ERROR(ReadMoe(f, a, c));
   return c;
 }
 

@@ -13,7 +13,7 @@ namespace ember {
 class GgufFile;
 
 struct ModelConfig {
-  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3" | "qwen35"
+  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3" | "qwen35" | "qwen3moe"
   int64_t n_vocab = 0;       // rows of token_embd.weight
   int64_t n_embd = 0;
   int64_t n_layer = 0;         // trunk blocks: block_count less the MTP blocks
@@ -50,6 +50,13 @@ struct ModelConfig {
   int64_t ssm_dt_rank = 0;             // ssm.time_step_rank: v heads (each has its own decay and beta)
   int64_t ssm_d_inner = 0;             // ssm.inner_size = ssm_dt_rank * ssm_d_state (value width)
 
+  // Mixture of experts (qwen3moe, docs/moe.md). n_expert = 0: a dense FFN.
+  int64_t n_expert = 0;                // expert_count
+  int64_t n_expert_used = 0;           // expert_used_count: experts each token is routed to (top-k)
+  int64_t n_ff_exp = 0;                // expert_feed_forward_length (default n_ff / n_expert_used)
+  bool moe_norm_topk = true;           // the top-k routing weights are divided by their sum
+
+  bool moe() const { return n_expert > 0; }
   bool is_recurrent(int64_t il) const { return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(il)]; }
   bool hybrid() const { return !recurrent_layers.empty(); }
   int64_t ssm_key_dim() const { return ssm_n_group * ssm_d_state; }

@@ -124,6 +124,11 @@ INSTANTIATE_TEST_SUITE_P(
         // the recurrent state must come out bitwise the same however the rows were split or batched.
         InvCase{"qwen35_f32_kvf16", "--arch qwen35 --tokenizer llama3 --n-layer 4 --n-embd 64 --n-head 4 --n-head-kv 2 "
                 "--head-dim 16 --n-ff 128 --ssm-state 16 --ssm-groups 2 --ssm-heads 4 --type f32 --seed 16",
+                KvDtype::kF16},
+        // qwen3moe (issue #32): rows grouped by expert, so an expert's matmul sees a different set of rows
+        // in every split; a row's output must not notice. Q8_0: the grouped rows are quantized together.
+        InvCase{"qwen3moe_q8_0_kvf16", "--arch qwen3moe --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 "
+                "--n-ff 128 --experts 8 --experts-used 3 --expert-ff 64 --type q8_0 --seed 17",
                 KvDtype::kF16}),
     [](const ::testing::TestParamInfo<InvCase>& info) { return std::string(info.param.name); });
 

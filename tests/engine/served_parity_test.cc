@@ -39,6 +39,8 @@ constexpr int kTokens = 1088, kRows = 8;
 #define HD128_GQA4 "--arch llama --n-embd 256 --n-head 4 --n-head-kv 1 --head-dim 128 --n-ff 512 "
 #define QWEN35_HD128 "--arch qwen35 --tokenizer qwen3 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 " \
   "--ssm-state 64 --ssm-groups 2 --ssm-heads 4 --untied "
+#define QWEN3MOE_HD128 "--arch qwen3moe --tokenizer qwen3 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 " \
+  "--experts 16 --experts-used 4 --expert-ff 128 --untied "
 #define QWEN3_HD128_GQA2 "--arch qwen3 --tokenizer qwen3 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 --untied "
 
 const std::vector<ServedCase>& Cases() {
@@ -57,6 +59,8 @@ const std::vector<ServedCase>& Cases() {
       {"qwen3_q8_0_hd128_gqa2", QWEN3_HD128_GQA2 "--n-layer 2 --type q8_0 --seed 42", kQuant},
       // qwen35 hybrid (issue #31): three gated-delta-net layers and one attention layer.
       {"qwen35_q8_0_hd128", QWEN35_HD128 "--n-layer 4 --type q8_0 --seed 43", kQuant},
+      // qwen3moe (issue #32): 16 experts, 4 per token.
+      {"qwen3moe_q8_0_hd128", QWEN3MOE_HD128 "--n-layer 2 --type q8_0 --seed 44", kQuant},
   };
   return cases;
 }

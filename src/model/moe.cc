@@ -1,0 +1,133 @@
+#include "model/moe.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+namespace ember {
+
+void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool norm, int32_t* ids, float* weights) {
+  // Softmax over all experts as ggml's soft_max (kernels::Softmax), then a partial selection sort: k is
+  // small (8 of 128) and the order it leaves is the summation order.
+  thread_local std::vector<float> p;
+  p.assign(logits, logits + n_expert);
+  kernels::Softmax(p.data(), static_cast<int>(n_expert));
+  thread_local std::vector<bool> taken;
+  taken.assign(static_cast<size_t>(n_expert), false);
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < n_expert; ++e) {
+      if (!taken[static_cast<size_t>(e)] && (best < 0 || p[static_cast<size_t>(e)] > p[static_cast<size_t>(best)])) best = e;
+    }
+    taken[static_cast<size_t>(best)] = true;
+    ids[j] = static_cast<int32_t>(best);
+    weights[j] = p[static_cast<size_t>(best)];
+  }
+  if (!norm) return;
+  double sum = 0;  // ggml's sum_rows: in double, in order
+  for (int64_t j = 0; j < k; ++j) sum += weights[j];
+  const float div = std::max(static_cast<float>(sum), 6.103515625e-5f);  // the smallest normal fp16
+  for (int64_t j = 0; j < k; ++j) weights[j] /= div;
+}
+
+void MoeScratch::Resize(const ModelConfig& c, int64_t max_rows) {
+  const size_t T = static_cast<size_t>(max_rows), k = static_cast<size_t>(c.n_expert_used);
+  logits_.resize(T * static_cast<size_t>(c.n_expert));
+  ids_.resize(T * k);
+  weights_.resize(T * k);
+  slot_.resize(T * k);
+  first_.resize(static_cast<size_t>(c.n_expert) + 1);
+  xg_.resize(T * k * static_cast<size_t>(c.n_embd));
+  gate_.resize(T * k * static_cast<size_t>(c.n_ff_exp));
+  up_.resize(T * k * static_cast<size_t>(c.n_ff_exp));
+  down_.resize(T * k * static_cast<size_t>(c.n_embd));
+}
+
+void MoeScratch::Route(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows,
+                       kernels::ThreadPool& pool, OpTimes* times) {
+  {
+    OpTimer timer(times, &times->matmul_s);
+    kernels::MatMul(w.moe_router, xn, rows, logits_.data(), pool);  // [rows][n_expert]
+  }
+  OpTimer timer(times, &times->other_s);
+  const int64_t k = c.n_expert_used;
+  pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      RouteRow(logits_.data() + t * c.n_expert, c.n_expert, k, c.moe_norm_topk, ids_.data() + t * k,
+               weights_.data() + t * k);
+    }
+  });
+}
+
+// Counting sort of the (row, choice) pairs by expert: expert e's rows land at [first_[e], first_[e+1])
+// in row order, and xg_ gets a copy of each pair's input row.
+void MoeScratch::Group(const ModelConfig& c, const float* xn, int64_t rows) {
+  const int64_t k = c.n_expert_used, d = c.n_embd;
+  std::fill(first_.begin(), first_.end(), 0);
+  for (int64_t i = 0; i < rows * k; ++i) ++first_[static_cast<size_t>(ids_[static_cast<size_t>(i)]) + 1];
+  for (int64_t e = 0; e < c.n_expert; ++e) first_[static_cast<size_t>(e) + 1] += first_[static_cast<size_t>(e)];
+  std::vector<int64_t>& next = scratch_next_;
+  next.assign(first_.begin(), first_.end() - 1);
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t s = next[static_cast<size_t>(ids_[static_cast<size_t>(t * k + j)])]++;
+      slot_[static_cast<size_t>(t * k + j)] = s;
+      std::memcpy(xg_.data() + s * d, xn + t * d, static_cast<size_t>(d) * sizeof(float));
+    }
+  }
+}
+
+// Each chosen expert once, over all its rows: gate and up in one shared matmul, silu(gate) * up, down.
+void MoeScratch::RunExperts(const ModelConfig& c, const LayerWeights& w, kernels::ThreadPool& pool, OpTimes* times) {
+  const int64_t ff = c.n_ff_exp, d = c.n_embd;
+  experts_read_ = 0;
+  for (int64_t e = 0; e < c.n_expert; ++e) {
+    const int64_t r0 = first_[static_cast<size_t>(e)], n = first_[static_cast<size_t>(e) + 1] - r0;
+    if (n == 0) continue;  // never routed to: its weights stay unread
+    ++experts_read_;
+    const kernels::WeightView gate = w.exp_gate.Expert(e), up = w.exp_up.Expert(e), down = w.exp_down.Expert(e);
+    {
+      OpTimer timer(times, &times->matmul_s);
+      const kernels::MatMulOut outs[] = {{&gate, gate_.data() + r0 * ff}, {&up, up_.data() + r0 * ff}};
+      kernels::MatMulShared(outs, 2, xg_.data() + r0 * d, n, pool);
+    }
+    {
+      OpTimer timer(times, &times->other_s);
+      pool.ParallelFor(n, [&](int64_t b, int64_t end, int) {
+        for (int64_t t = r0 + b; t < r0 + end; ++t) {
+          kernels::SiluMul(gate_.data() + t * ff, up_.data() + t * ff, gate_.data() + t * ff, static_cast<int>(ff));
+        }
+      });
+    }
+    OpTimer timer(times, &times->matmul_s);
+    kernels::MatMul(down, gate_.data() + r0 * ff, n, down_.data() + r0 * d, pool);
+  }
+}
+
+void MoeScratch::Forward(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, float* out,
+                         kernels::ThreadPool& pool, OpTimes* times) {
+  Route(c, w, xn, rows, pool, times);
+  Group(c, xn, rows);
+  RunExperts(c, w, pool, times);
+  // out = w_0 * down_0 + w_1 * down_1 + ...: ggml's weighted views added in choice order.
+  OpTimer timer(times, &times->other_s);
+  const int64_t k = c.n_expert_used, d = c.n_embd;
+  pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float* o = out + t * d;
+      for (int64_t j = 0; j < k; ++j) {
+        const float wj = weights_[static_cast<size_t>(t * k + j)];
+        const float* x = down_.data() + slot_[static_cast<size_t>(t * k + j)] * d;
+        if (j == 0) {
+          for (int64_t i = 0; i < d; ++i) o[i] = x[i] * wj;
+        } else {
+          for (int64_t i = 0; i < d; ++i) o[i] += x[i] * wj;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace ember
