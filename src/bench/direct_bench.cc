@@ -234,7 +234,15 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   const double pp = Median(pp_runs), tg = Median(tg_runs);
-  const uint64_t wbytes = engine->model().weight_bytes();
+  const Model& model = engine->model();
+  const uint64_t wbytes = model.weight_bytes();
+  // Bytes one decoded token read: every dense weight, plus the experts the decode steps actually read
+  // (counted per step, so an expert read twice or a skipped one would show against active_weight_bytes).
+  const double decoded = static_cast<double>(std::max<int64_t>(1, a.tg) * a.reps);
+  const double read_per_token = model.expert_bytes() == 0
+                                    ? static_cast<double>(wbytes)
+                                    : static_cast<double>(wbytes - model.expert_bytes()) +
+                                          static_cast<double>(tg_ops.expert_bytes) / decoded;
   // After the peak RSS is read (its 512 MiB buffer is not the engine's), on the engine's thread count.
   const ReadBandwidth bw = MeasureReadBandwidth(engine->threads());
   const double machine_bw = bw.peak();
@@ -243,9 +251,10 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
             {"kv", a.kv}, {"reps", a.reps}, {"prefill_tok_s", pp}, {"decode_tok_s", tg},
             {"prefill_runs", pp_runs}, {"decode_runs", tg_runs},
             {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024}, {"weight_bytes", wbytes},
+            {"active_weight_bytes", model.active_weight_bytes()}, {"decode_read_bytes_per_token", read_per_token},
             {"packed_bytes", engine->model().packed().bytes()}, {"packed_tensors", engine->model().packed().tensors()},
-            {"bandwidth_gbs", tg * static_cast<double>(wbytes) / 1e9}, {"machine_read_gbs", machine_bw},
-            {"bandwidth_fraction", machine_bw > 0 ? tg * static_cast<double>(wbytes) / 1e9 / machine_bw : 0},
+            {"bandwidth_gbs", tg * read_per_token / 1e9}, {"machine_read_gbs", machine_bw},
+            {"bandwidth_fraction", machine_bw > 0 ? tg * read_per_token / 1e9 / machine_bw : 0},
             {"machine_read_4k_gbs", bw.small_pages_gbs}, {"machine_read_2m_gbs", bw.huge_pages_gbs},
             {"weights_huge_fraction", wp.bytes > 0 ? static_cast<double>(wp.huge_bytes) / static_cast<double>(wp.bytes) : 0.0},
             {"weights_reread", wp.reread},

@@ -83,6 +83,10 @@ Status Run(const Args& a) {
   std::printf("weights %.1f MB, decode reads %.1f GB/s of %.1f GB/s measured (%.0f%%), peak RSS %.1f MB\n",
               j["weight_bytes"].get<double>() / 1e6, j["bandwidth_gbs"].get<double>(), j["machine_read_gbs"].get<double>(),
               100 * j["bandwidth_fraction"].get<double>(), j["peak_rss_bytes"].get<double>() / 1048576.0);
+  if (j["active_weight_bytes"].get<double>() < j["weight_bytes"].get<double>()) {
+    std::printf("mixture of experts: %.1f MB active per token, %.1f MB read per decoded token (measured)\n",
+                j["active_weight_bytes"].get<double>() / 1e6, j["decode_read_bytes_per_token"].get<double>() / 1e6);
+  }
   if (j["packed_tensors"].get<int>() > 0) {
     std::printf("repacked %.1f MB of weights (%d matrices) for the packed GEMM kernels, replacing their mapped pages\n",
                 j["packed_bytes"].get<double>() / 1e6, j["packed_tensors"].get<int>());

@@ -44,7 +44,9 @@ json ValueJson(const GgufFile& f, const std::string& key, const GgufValue& v, bo
 }
 
 json SummaryJson(const ModelSummary& s) {
-  return {{"arch", s.arch}, {"n_params", s.n_params}, {"weight_bytes", s.weight_bytes}, {"file_type", s.file_type},
+  return {{"arch", s.arch}, {"n_params", s.n_params}, {"active_params", s.active_params},
+          {"n_expert", s.n_expert}, {"n_expert_used", s.n_expert_used},
+          {"weight_bytes", s.weight_bytes}, {"file_type", s.file_type},
           {"n_layer", s.n_layer}, {"n_embd", s.n_embd}, {"n_head", s.n_head}, {"n_head_kv", s.n_head_kv},
           {"head_dim", s.head_dim}, {"n_ctx", s.n_ctx}, {"n_vocab", s.n_vocab},
           {"kv_bytes_per_token_f16", s.kv_bytes_per_token_f16},
@@ -85,7 +87,12 @@ void PrintHuman(const GgufFile& f, const ModelSummary* s, const RepackInfo* rp, 
   }
   if (s == nullptr) return;
   std::cout << "\nsummary:\n  arch " << s->arch << ", file type " << s->file_type << ", " << s->n_params << " parameters ("
-            << s->n_params / 1e6 << " M), weights " << Human(static_cast<double>(s->weight_bytes)) << "\n  layers "
+            << s->n_params / 1e6 << " M), weights " << Human(static_cast<double>(s->weight_bytes)) << "\n";
+  if (s->n_expert > 0) {
+    std::cout << "  mixture of experts: " << s->n_expert_used << " of " << s->n_expert << " experts per token, "
+              << s->active_params << " parameters active (" << s->active_params / 1e6 << " M)\n";
+  }
+  std::cout << "  layers "
             << s->n_layer << ", embd " << s->n_embd << ", heads " << s->n_head << "/" << s->n_head_kv << " (head dim "
             << s->head_dim << "), context " << s->n_ctx << ", vocab " << s->n_vocab << "\n  KV per token at f16: "
             << Human(static_cast<double>(s->kv_bytes_per_token_f16)) << "; weights read per decoded token: "

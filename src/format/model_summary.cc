@@ -1,5 +1,6 @@
 #include "format/model_summary.h"
 
+#include <algorithm>
 #include <map>
 
 #include "format/hparam_limits.h"
@@ -50,6 +51,9 @@ StatusOr<ModelSummary> Summarize(const GgufFile& f) {
     if (s.n_head_kv == 0) s.n_head_kv = s.n_head;
     if (s.head_dim == 0 && s.n_head > 0) s.head_dim = s.n_embd / s.n_head;
     if (v_dim == 0) v_dim = s.head_dim;
+    EMBER_ASSIGN_OR_RETURN(s.n_expert, Hparam(f, s.arch, "expert_count", 4096));
+    EMBER_ASSIGN_OR_RETURN(s.n_expert_used, Hparam(f, s.arch, "expert_used_count", 4096));
+    s.n_expert_used = std::min(s.n_expert_used, s.n_expert);
     // Bounded above: at most 2^12 * 2^14 * 2^15 * 2 = 2^42.
     s.kv_bytes_per_token_f16 = static_cast<uint64_t>(s.n_layer * s.n_head_kv * (s.head_dim + v_dim) * 2);
   }
@@ -59,9 +63,21 @@ StatusOr<ModelSummary> Summarize(const GgufFile& f) {
   std::map<std::string, uint64_t> bytes_by_type;
   const GgufTensorInfo* embd = f.FindTensor("token_embd.weight");
   const bool tied = f.FindTensor("output.weight") == nullptr;
+  const auto is_experts = [&](const GgufTensorInfo& t) {
+    return s.n_expert_used > 0 && t.n_dims == 3 && static_cast<int64_t>(t.ne[2]) == s.n_expert &&
+           t.name.size() > 12 && t.name.compare(t.name.size() - 12, 12, "_exps.weight") == 0;
+  };
   for (const auto& t : f.tensors()) {
     s.n_params += t.n_elements;
     s.weight_bytes += t.n_bytes;
+    if (is_experts(t)) {  // a token reads its n_expert_used experts' slices of these
+      const uint64_t used = static_cast<uint64_t>(s.n_expert_used), all = static_cast<uint64_t>(s.n_expert);
+      s.active_params += t.n_elements / all * used;
+      s.decode_bytes_per_token += t.n_bytes / all * used;
+      bytes_by_type[GgmlTypeName(t.type)] += t.n_bytes;
+      continue;
+    }
+    s.active_params += t.n_elements;
     if (t.n_dims >= 2) bytes_by_type[GgmlTypeName(t.type)] += t.n_bytes;
     if (&t == embd) {
       s.n_vocab = static_cast<int64_t>(t.ne[1]);

@@ -122,6 +122,7 @@ Status Model::Bind() {
   }
   weight_bytes_ = 0;
   inactive_expert_bytes_ = 0;
+  expert_bytes_ = 0;
   EMBER_ASSIGN_OR_RETURN(output_norm_, F32Vector(f, "output_norm.weight", c.n_embd));
   tied_output_ = f.FindTensor("output.weight") == nullptr;
   EMBER_ASSIGN_OR_RETURN(output_, Matrix(f, tied_output_ ? "token_embd.weight" : "output.weight", c.n_embd,
@@ -213,6 +214,7 @@ Status Model::BindMoe(int il, LayerWeights& w) {
   EMBER_ASSIGN_OR_RETURN(w.exp_up, Experts(f, Blk(il, "ffn_up_exps.weight"), c.n_embd, c.n_ff_exp, c.n_expert, b));
   EMBER_ASSIGN_OR_RETURN(w.exp_down, Experts(f, Blk(il, "ffn_down_exps.weight"), c.n_ff_exp, c.n_embd, c.n_expert, b));
   const uint64_t experts = weight_bytes_ - before;
+  expert_bytes_ += experts;
   inactive_expert_bytes_ += experts - experts / static_cast<uint64_t>(c.n_expert) * static_cast<uint64_t>(c.n_expert_used);
   return Status::Ok();
 }

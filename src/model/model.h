@@ -91,6 +91,8 @@ class Model {
   // Bytes one decoded token reads: weight_bytes less the experts it is not routed to (a MoE reads
   // n_expert_used of n_expert experts per layer; dense models read everything).
   uint64_t active_weight_bytes() const { return weight_bytes_ - inactive_expert_bytes_; }
+  // Bytes of all experts' matrices (0 for a dense model).
+  uint64_t expert_bytes() const { return expert_bytes_; }
 
   // Repacks the matmul weights MatMul reads packed on this CPU — every layer matrix, and the output
   // matrix unless it is the (row-indexed) token embedding — into copies for the zmm GEMM kernels
@@ -132,6 +134,7 @@ class Model {
   bool tied_output_ = false;
   uint64_t weight_bytes_ = 0;
   uint64_t inactive_expert_bytes_ = 0;
+  uint64_t expert_bytes_ = 0;
   kernels::PackedWeights packed_;
 };
 

@@ -87,6 +87,9 @@ void MoeScratch::RunExperts(const ModelConfig& c, const LayerWeights& w, kernels
     const int64_t r0 = first_[static_cast<size_t>(e)], n = first_[static_cast<size_t>(e) + 1] - r0;
     if (n == 0) continue;  // never routed to: its weights stay unread
     ++experts_read_;
+    if (times != nullptr && times->enabled) {
+      times->expert_bytes += w.exp_gate.stride + w.exp_up.stride + w.exp_down.stride;
+    }
     const kernels::WeightView gate = w.exp_gate.Expert(e), up = w.exp_up.Expert(e), down = w.exp_down.Expert(e);
     {
       OpTimer timer(times, &times->matmul_s);

@@ -10,8 +10,12 @@ struct OpTimes {
   bool enabled = false;
   Env* env = nullptr;  // the clock; null: Env::Default()
   double matmul_s = 0, attention_s = 0, norm_s = 0, rope_s = 0, other_s = 0;
+  uint64_t expert_bytes = 0;  // MoE expert weights read (each chosen expert once per step)
 
-  void Reset() { matmul_s = attention_s = norm_s = rope_s = other_s = 0; }
+  void Reset() {
+    matmul_s = attention_s = norm_s = rope_s = other_s = 0;
+    expert_bytes = 0;
+  }
 };
 
 // Adds the scope's elapsed time to *slot when timing is enabled.
