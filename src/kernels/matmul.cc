@@ -52,8 +52,9 @@ struct Kernels {
 // Runs the unpacked kernels over rows [o0, o1) x all tokens. Each (t, o) goes through exactly one
 // kernel call whose tile composition cannot change its result (dot_kernels.h, gemm_kernels.h), so the
 // blocking is free to vary.
+// `t_base`: the tokens are rows [t_base, t_base + n_tok) of `acts` (MatMulGrouped's groups).
 void UnpackedRange(const Kernels& k, const WeightView& w, const ActBatch& acts, int64_t n_tok, int64_t o0,
-                   int64_t o1, float* y) {
+                   int64_t o1, float* y, int64_t t_base = 0) {
   if (o0 >= o1) return;
   if (k.gemm != nullptr && n_tok >= 2) {
     // Whole groups of 8 rows, a block of them at a time: every token tile passes over the block's rows
@@ -66,7 +67,7 @@ void UnpackedRange(const Kernels& k, const WeightView& w, const ActBatch& acts, 
       const int64_t oe = std::min(g1, ob + block);
       for (int64_t t = 0; t < n_tok; t += kGemmMaxTile) {
         const int n = static_cast<int>(std::min<int64_t>(kGemmMaxTile, n_tok - t));
-        for (int j = 0; j < n; ++j) tile[j] = acts.Row(t + j);
+        for (int j = 0; j < n; ++j) tile[j] = acts.Row(t_base + t + j);
         for (int64_t o = ob; o < oe; o += kGemmRows) {
           k.gemm(w.data + o * w.row_bytes, w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o, w.n_out);
         }
@@ -80,7 +81,7 @@ void UnpackedRange(const Kernels& k, const WeightView& w, const ActBatch& acts, 
     const int64_t oe = std::min(o1, ob + kRowBlock);
     for (int64_t t = 0; t < n_tok; t += kMaxTile) {
       const int n = static_cast<int>(std::min<int64_t>(kMaxTile, n_tok - t));
-      for (int j = 0; j < n; ++j) tile[j] = acts.Row(t + j);
+      for (int j = 0; j < n; ++j) tile[j] = acts.Row(t_base + t + j);
       for (int64_t o = ob; o < oe; ++o) {
         k.dot(w.data + o * w.row_bytes, w.n_in, tile, n, y + t * w.n_out + o, w.n_out);
       }
@@ -305,6 +306,53 @@ void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* 
   for (int64_t t = 0; t < n_tok; ++t) {
     const ActRow row = acts.Row(t);
     for (int64_t o = 0; o < w.n_out; ++o) fn(w.data + o * w.row_bytes, w.n_in, &row, 1, &y[t * w.n_out + o], 1);
+  }
+}
+
+void MatMulGrouped(const MatMulGroup* groups, int count, const float* x, int64_t n_rows, ThreadPool& pool) {
+  if (count <= 0 || n_rows <= 0) return;
+  bool shared = groups[0].w->packed == nullptr;  // a packed weight's original rows may be unmapped
+  for (int i = 1; i < count && shared; ++i) {
+    shared = DotTypeOf(groups[i].w->type) == DotTypeOf(groups[0].w->type) && groups[i].w->n_in == groups[0].w->n_in &&
+             groups[i].w->packed == nullptr;
+  }
+  const int64_t n_in = groups[0].w->n_in;
+  if (!shared) {
+    for (int i = 0; i < count; ++i) MatMul(*groups[i].w, x + groups[i].t0 * n_in, groups[i].n_tok, groups[i].y, pool);
+    return;
+  }
+  // Reused per calling thread; bound to locals because the workers' lambda would otherwise name their
+  // own thread_local instances.
+  thread_local std::vector<Kernels> fns_tl;
+  thread_local std::vector<int64_t> first_row_tl;
+  std::vector<Kernels>& fns = fns_tl;
+  std::vector<int64_t>& first_row = first_row_tl;  // groups[i] owns global rows [first_row[i], first_row[i+1])
+  fns.resize(static_cast<size_t>(count));
+  first_row.assign(static_cast<size_t>(count) + 1, 0);
+  int64_t max_tok = 0;
+  for (int i = 0; i < count; ++i) {
+    fns[static_cast<size_t>(i)] = PickKernels(groups[i].w->type);
+    first_row[static_cast<size_t>(i) + 1] = first_row[static_cast<size_t>(i)] + groups[i].w->n_out;
+    max_tok = std::max(max_tok, groups[i].n_tok);
+  }
+  ActBatch& acts = ScratchActs();
+  acts.Resize(DotTypeOf(groups[0].w->type), n_rows, n_in);
+  pool.ParallelFor(n_rows, [&](int64_t t0, int64_t t1, int) { acts.ConvertRows(x, t0, t1); });
+  const auto rows = [&](int64_t r0, int64_t r1, int) {
+    // This thread's global rows, cut at the groups' boundaries (first_row is ascending: a binary search
+    // finds the first group, then the range walks forward).
+    size_t i = static_cast<size_t>(std::upper_bound(first_row.begin(), first_row.end(), r0) - first_row.begin()) - 1;
+    for (; i < static_cast<size_t>(count) && first_row[i] < r1; ++i) {
+      const MatMulGroup& g = groups[i];
+      const int64_t b = std::max(r0, first_row[i]), e = std::min(r1, first_row[i + 1]);
+      if (b < e && g.n_tok > 0) UnpackedRange(fns[i], *g.w, acts, g.n_tok, b - first_row[i], e - first_row[i], g.y, g.t0);
+    }
+  };
+  const int64_t total = first_row[static_cast<size_t>(count)];
+  if (max_tok <= kMaxTile) {
+    pool.ParallelForGuided(total, kRowBlock, rows);
+  } else {
+    pool.ParallelForChunks(total, RowChunk(total, pool.size()), rows);
   }
 }
 

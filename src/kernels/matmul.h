@@ -53,6 +53,19 @@ struct MatMulOut {
 };
 void MatMulShared(const MatMulOut* outs, int count, const float* x, int64_t n_tok, ThreadPool& pool);
 
+// Many weights, each applied to its own run of rows of one activation matrix x [n_rows][n_in] (a mixture
+// of experts: each expert over the rows routed to it): groups[i].y [n_tok][n_out] = rows [t0, t0 + n_tok)
+// of x · groups[i].wᵀ. Bitwise identical to one MatMul per group; when all weights share a dot type and
+// n_in and none has a packed copy (expert matrices have none), x is converted once and all groups' rows
+// run in one parallel region. The y's must not alias x or each other.
+struct MatMulGroup {
+  const WeightView* w = nullptr;
+  int64_t t0 = 0;
+  int64_t n_tok = 0;
+  float* y = nullptr;
+};
+void MatMulGrouped(const MatMulGroup* groups, int count, const float* x, int64_t n_rows, ThreadPool& pool);
+
 // Scalar, single-threaded; bitwise identical to MatMul (whichever kernel tier it uses). For tests;
 // MatMul falls back to the same scalar kernels on CPUs without AVX2+FMA+F16C.
 void MatMulReference(const WeightView& w, const float* x, int64_t n_tok, float* y);

@@ -35,6 +35,8 @@ void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool norm, int32
 void MoeScratch::Resize(const ModelConfig& c, int64_t max_rows) {
   const size_t T = static_cast<size_t>(max_rows), k = static_cast<size_t>(c.n_expert_used);
   logits_.resize(T * static_cast<size_t>(c.n_expert));
+  views_.reserve(static_cast<size_t>(c.n_expert));  // no allocation per step
+  groups_.reserve(2 * static_cast<size_t>(c.n_expert));
   ids_.resize(T * k);
   weights_.resize(T * k);
   slot_.resize(T * k);
@@ -79,41 +81,52 @@ void MoeScratch::Group(const ModelConfig& c, const float* xn, int64_t rows) {
   }
 }
 
-// Each chosen expert once, over all its rows: gate and up in one shared matmul, silu(gate) * up, down.
-void MoeScratch::RunExperts(const ModelConfig& c, const LayerWeights& w, kernels::ThreadPool& pool, OpTimes* times) {
-  const int64_t ff = c.n_ff_exp, d = c.n_embd;
-  experts_read_ = 0;
+// Each chosen expert once, over all its rows: every expert's gate and up in one grouped matmul (one
+// parallel region for the layer, not one per expert), silu(gate) * up, then every expert's down.
+void MoeScratch::RunExperts(const ModelConfig& c, const LayerWeights& w, int64_t rows, kernels::ThreadPool& pool,
+                            OpTimes* times) {
+  const int64_t ff = c.n_ff_exp, d = c.n_embd, n_rows = rows * c.n_expert_used;
+  views_.clear();
   for (int64_t e = 0; e < c.n_expert; ++e) {
-    const int64_t r0 = first_[static_cast<size_t>(e)], n = first_[static_cast<size_t>(e) + 1] - r0;
-    if (n == 0) continue;  // never routed to: its weights stay unread
-    ++experts_read_;
-    if (times != nullptr && times->enabled) {
-      times->expert_bytes += w.exp_gate.stride + w.exp_up.stride + w.exp_down.stride;
-    }
-    const kernels::WeightView gate = w.exp_gate.Expert(e), up = w.exp_up.Expert(e), down = w.exp_down.Expert(e);
-    {
-      OpTimer timer(times, &times->matmul_s);
-      const kernels::MatMulOut outs[] = {{&gate, gate_.data() + r0 * ff}, {&up, up_.data() + r0 * ff}};
-      kernels::MatMulShared(outs, 2, xg_.data() + r0 * d, n, pool);
-    }
-    {
-      OpTimer timer(times, &times->other_s);
-      pool.ParallelFor(n, [&](int64_t b, int64_t end, int) {
-        for (int64_t t = r0 + b; t < r0 + end; ++t) {
-          kernels::SiluMul(gate_.data() + t * ff, up_.data() + t * ff, gate_.data() + t * ff, static_cast<int>(ff));
-        }
-      });
-    }
-    OpTimer timer(times, &times->matmul_s);
-    kernels::MatMul(down, gate_.data() + r0 * ff, n, down_.data() + r0 * d, pool);
+    if (first_[static_cast<size_t>(e) + 1] == first_[static_cast<size_t>(e)]) continue;  // never read
+    views_.push_back({w.exp_gate.Expert(e), w.exp_up.Expert(e), w.exp_down.Expert(e), e});
   }
+  experts_read_ = static_cast<int64_t>(views_.size());
+  if (times != nullptr && times->enabled) {
+    times->expert_bytes += views_.size() * (w.exp_gate.stride + w.exp_up.stride + w.exp_down.stride);
+  }
+  groups_.clear();
+  for (const ExpertViews& v : views_) {
+    const int64_t r0 = first_[static_cast<size_t>(v.e)], n = first_[static_cast<size_t>(v.e) + 1] - r0;
+    groups_.push_back({&v.gate, r0, n, gate_.data() + r0 * ff});
+    groups_.push_back({&v.up, r0, n, up_.data() + r0 * ff});
+  }
+  {
+    OpTimer timer(times, &times->matmul_s);
+    kernels::MatMulGrouped(groups_.data(), static_cast<int>(groups_.size()), xg_.data(), n_rows, pool);
+  }
+  {
+    OpTimer timer(times, &times->other_s);
+    pool.ParallelFor(n_rows, [&](int64_t b, int64_t end, int) {
+      for (int64_t t = b; t < end; ++t) {
+        kernels::SiluMul(gate_.data() + t * ff, up_.data() + t * ff, gate_.data() + t * ff, static_cast<int>(ff));
+      }
+    });
+  }
+  groups_.clear();
+  for (const ExpertViews& v : views_) {
+    const int64_t r0 = first_[static_cast<size_t>(v.e)], n = first_[static_cast<size_t>(v.e) + 1] - r0;
+    groups_.push_back({&v.down, r0, n, down_.data() + r0 * d});
+  }
+  OpTimer timer(times, &times->matmul_s);
+  kernels::MatMulGrouped(groups_.data(), static_cast<int>(groups_.size()), gate_.data(), n_rows, pool);
 }
 
 void MoeScratch::Forward(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, float* out,
                          kernels::ThreadPool& pool, OpTimes* times) {
   Route(c, w, xn, rows, pool, times);
   Group(c, xn, rows);
-  RunExperts(c, w, pool, times);
+  RunExperts(c, w, rows, pool, times);
   // out = w_0 * down_0 + w_1 * down_1 + ...: ggml's weighted views added in choice order.
   OpTimer timer(times, &times->other_s);
   const int64_t k = c.n_expert_used, d = c.n_embd;

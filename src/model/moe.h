@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
 #include "model/op_times.h"
@@ -42,7 +43,14 @@ class MoeScratch {
   void Route(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, kernels::ThreadPool& pool,
              OpTimes* times);
   void Group(const ModelConfig& c, const float* xn, int64_t rows);
-  void RunExperts(const ModelConfig& c, const LayerWeights& w, kernels::ThreadPool& pool, OpTimes* times);
+  void RunExperts(const ModelConfig& c, const LayerWeights& w, int64_t rows, kernels::ThreadPool& pool,
+                  OpTimes* times);
+
+  // One chosen expert's matrices (groups_ point into views_, which is complete before they are made).
+  struct ExpertViews {
+    kernels::WeightView gate, up, down;
+    int64_t e;
+  };
 
   std::vector<float> logits_;    // [T][n_expert]   router logits
   std::vector<int32_t> ids_;     // [T][k]          chosen experts, in summation order
@@ -54,6 +62,8 @@ class MoeScratch {
   std::vector<float> up_;        // [T * k][n_ff_exp]
   std::vector<float> down_;      // [T * k][n_embd] each choice's expert output
   std::vector<int64_t> scratch_next_;  // Group's fill cursor per expert
+  std::vector<ExpertViews> views_;       // the experts this step reads
+  std::vector<kernels::MatMulGroup> groups_;
   int64_t experts_read_ = 0;
 };
 
