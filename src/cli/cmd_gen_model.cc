@@ -20,7 +20,7 @@ struct Args {
 Status ParseTypes(Args& a) {
   auto parse = [](const std::string& s, GgmlType* t) -> Status {
     auto v = GgmlTypeFromName(s);
-    if (!v) return InvalidArgument("unknown weight type '" + s + "' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k)");
+    if (!v) return InvalidArgument("unknown weight type '" + s + "' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4)");
     *t = *v;
     return Status::Ok();
   };
@@ -64,7 +64,7 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   auto* c = app.add_subcommand("gen-model", "Write a GGUF model with seeded random weights and a real tokenizer");
   c->add_option("--out", a->out, "Output .gguf path")->required();
   c->add_option("--arch", a->o.arch, "Architecture: llama | qwen2 | qwen3 | gemma3 | qwen35 (hybrid: gated delta net + attention) | "
-                 "qwen3moe (mixture of experts)")->capture_default_str();
+                 "qwen3moe (mixture of experts) | qwen35moe (the hybrid with experts and a shared expert)")->capture_default_str();
   c->add_option("--tokenizer", a->o.tokenizer, "Tokenizer family: llama3 | qwen3 | qwen35 | gemma3 (qwen35: the qwen3 "
                 "vocabulary with Qwen3.5's pre-tokenizer)")->capture_default_str();
   c->add_option("--n-layer", a->o.n_layer, "Transformer blocks")->capture_default_str();
@@ -90,14 +90,16 @@ void Setup(CLI::App& app, std::function<void(int)> set_exit) {
   c->add_option("--ssm-heads", a->o.ssm_heads, "qwen35: delta-net v heads (ssm.time_step_rank)")->capture_default_str();
   c->add_option("--ssm-conv", a->o.ssm_conv, "qwen35: conv1d taps (ssm.conv_kernel)")->capture_default_str();
   c->add_option("--rope-dims", a->o.rope_dims, "qwen35: rotated dims per head (default head-dim / 4)");
-  c->add_option("--experts", a->o.n_expert, "qwen3moe: experts per layer (expert_count)")->capture_default_str();
-  c->add_option("--experts-used", a->o.n_expert_used, "qwen3moe: experts each token is routed to (top-k)")
+  c->add_option("--experts", a->o.n_expert, "qwen3moe, qwen35moe: experts per layer (expert_count)")->capture_default_str();
+  c->add_option("--experts-used", a->o.n_expert_used, "qwen3moe, qwen35moe: experts each token is routed to (top-k)")
       ->capture_default_str();
-  c->add_option("--expert-ff", a->o.n_ff_exp, "qwen3moe: each expert's FFN width (default --n-ff / --experts-used)");
+  c->add_option("--expert-ff", a->o.n_ff_exp, "qwen3moe, qwen35moe: each expert's FFN width (default --n-ff / --experts-used)");
   c->add_option("--router-std", a->o.router_std, "qwen3moe: router weights' std (default 2 / sqrt(n-embd))");
+  c->add_option("--shared-expert-ff", a->o.n_ff_shexp, "qwen35moe: the shared expert's FFN width (default --n-ff)");
   c->add_option("--mtp-layers", a->o.mtp_layers, "qwen35: multi-token-prediction blocks after the trunk (never run)")
       ->capture_default_str();
-  c->add_option("--type", a->type, "Weight type of the matrices")->capture_default_str();
+  c->add_option("--type", a->type, "Weight type of the matrices: f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | "
+                "q2_k | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs | mxfp4")->capture_default_str();
   c->add_option("--type-embd", a->type_embd, "Type of token_embd.weight (default: --type)");
   c->add_option("--type-output", a->type_output, "Type of output.weight (default: --type)");
   c->add_flag("--untied", a->untied, "Write a separate output.weight (default: tied to token_embd)");

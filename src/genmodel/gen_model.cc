@@ -137,16 +137,21 @@ int RopeDims(const GenModelOptions& o, int hd) {
   return std::max(2, std::min(hd, d - d % 2));
 }
 
+bool IsQwen35(const GenModelOptions& o) { return o.arch == "qwen35" || o.arch == "qwen35moe"; }
+bool IsMoe(const GenModelOptions& o) { return o.arch == "qwen3moe" || o.arch == "qwen35moe"; }
+
 int ExpertFf(const GenModelOptions& o) { return o.n_ff_exp > 0 ? o.n_ff_exp : std::max(1, o.n_ff / o.n_expert_used); }
+int ShexpFf(const GenModelOptions& o) { return o.n_ff_shexp > 0 ? o.n_ff_shexp : o.n_ff; }
 
 Status CheckShape(const GenModelOptions& o) {
-  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && o.arch != "gemma3" && o.arch != "qwen35" &&
-      o.arch != "qwen3moe")
-    return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3, qwen35 or qwen3moe (got '" + o.arch + "')");
-  if (o.arch == "qwen3moe" &&
+  if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && o.arch != "gemma3" && !IsQwen35(o) && !IsMoe(o))
+    return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3, qwen35, qwen3moe or qwen35moe (got '" + o.arch +
+                           "')");
+  if (IsMoe(o) &&
       (o.n_expert < 1 || o.n_expert > 512 || o.n_expert_used < 1 || o.n_expert_used > o.n_expert || o.n_ff_exp < 0))
     return InvalidArgument("--experts must be 1..512 and --experts-used 1..--experts");
-  if (o.arch == "qwen35") {
+  if (o.n_ff_shexp < 0) return InvalidArgument("--shared-expert-ff must not be negative");
+  if (IsQwen35(o)) {
     if (o.full_attention_interval < 1 || o.ssm_state < 2 || o.ssm_groups < 1 || o.ssm_heads < 1 || o.ssm_conv < 2 ||
         o.ssm_conv > 64 || o.rope_dims < 0 || o.mtp_layers < 0)
       return InvalidArgument("--full-attention-interval, --ssm-state (>= 2), --ssm-groups, --ssm-heads and --ssm-conv "
@@ -154,9 +159,8 @@ Status CheckShape(const GenModelOptions& o) {
     if (o.ssm_heads % o.ssm_groups != 0)
       return InvalidArgument("--ssm-heads must be a multiple of --ssm-groups");
     if (o.rope_scaling != "none") return InvalidArgument("--rope-scaling llama3 applies to llama only");
-  } else if (o.mtp_layers != 0) {
-    return InvalidArgument("--mtp-layers applies to qwen35 only");
   }
+  if (o.arch != "qwen35" && o.mtp_layers != 0) return InvalidArgument("--mtp-layers applies to qwen35 only");
   if (o.arch == "gemma3" && (o.sliding_window < -1 || o.swa_pattern < 0 || o.rope_base_swa <= 0 || o.logit_softcap < 0))
     return InvalidArgument("--sliding-window, --swa-pattern, --rope-base-swa and --logit-softcap must not be negative");
   if (o.arch == "gemma3" && o.rope_scaling != "none")
@@ -194,7 +198,7 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
   w.SetU32(a + ".attention.value_length", hd);
   w.SetF32(a + ".attention.layer_norm_rms_epsilon", a == "llama" ? 1e-5f : 1e-6f);
   w.SetF32(a + ".rope.freq_base", rope_base);
-  w.SetU32(a + ".rope.dimension_count", a == "qwen35" ? RopeDims(o, hd) : hd);
+  w.SetU32(a + ".rope.dimension_count", IsQwen35(o) ? RopeDims(o, hd) : hd);
   w.SetU32(a + ".vocab_size", n_vocab);
   if (a == "gemma3") {
     const int window = o.sliding_window < 0 ? 512 : o.sliding_window;
@@ -205,12 +209,13 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
     }
     if (o.logit_softcap > 0) w.SetF32(a + ".final_logit_softcapping", o.logit_softcap);
   }
-  if (a == "qwen3moe") {
+  if (IsMoe(o)) {
     w.SetU32(a + ".expert_count", o.n_expert);
     w.SetU32(a + ".expert_used_count", o.n_expert_used);
     w.SetU32(a + ".expert_feed_forward_length", ExpertFf(o));
+    if (a == "qwen35moe") w.SetU32(a + ".expert_shared_feed_forward_length", ShexpFf(o));
   }
-  if (a == "qwen35") {
+  if (IsQwen35(o)) {
     w.SetU32(a + ".ssm.conv_kernel", o.ssm_conv);
     w.SetU32(a + ".ssm.state_size", o.ssm_state);
     w.SetU32(a + ".ssm.group_count", o.ssm_groups);
@@ -227,7 +232,7 @@ void WriteHparams(const GenModelOptions& o, int n_vocab, int hd, float rope_base
 Status WriteAttention(const GenModelOptions& o, const std::string& p, int hd, Builder& b) {
   const int q = o.n_head * hd, kv = o.n_head_kv * hd;
   const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
-  EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_q.weight", o.n_embd, o.arch == "qwen35" ? 2 * q : q, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_q.weight", o.n_embd, IsQwen35(o) ? 2 * q : q, s_embd, o.type));
   EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_k.weight", o.n_embd, kv, s_embd, o.type));
   EMBER_RETURN_IF_ERROR(b.Matrix(p + "attn_v.weight", o.n_embd, kv, s_embd, o.type));
   if (o.arch == "qwen2") {
@@ -235,7 +240,7 @@ Status WriteAttention(const GenModelOptions& o, const std::string& p, int hd, Bu
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k.bias", kv, 0.0f, 0.1f));
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_v.bias", kv, 0.0f, 0.1f));
   }
-  if (o.arch == "qwen3" || o.arch == "gemma3" || o.arch == "qwen35" || o.arch == "qwen3moe") {
+  if (o.arch == "qwen3" || o.arch == "gemma3" || IsQwen35(o) || o.arch == "qwen3moe") {
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f));
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f));
   }
@@ -276,7 +281,7 @@ Status WriteMtpBlock(const GenModelOptions& o, int l, int hd, Builder& b) {
   return b.Vector(p + "nextn.hnorm.weight", o.n_embd, 1.0f, 0.05f);
 }
 
-// A qwen3moe FFN: the router (f32, as llama-quantize leaves ffn_gate_inp) and the 3-D expert tensors
+// A qwen3moe / qwen35moe FFN: the router (f32, as llama-quantize leaves ffn_gate_inp) and the 3-D expert tensors
 // [n_in, n_out, n_expert]. A wider router spreads the softmax so top-k choices are decisive, not ties.
 Status WriteMoeFfn(const GenModelOptions& o, const std::string& p, Builder& b) {
   const int ff = ExpertFf(o);
@@ -285,8 +290,15 @@ Status WriteMoeFfn(const GenModelOptions& o, const std::string& p, Builder& b) {
   EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate_inp.weight", o.n_embd, o.n_expert, router, GgmlType::F32));
   EMBER_RETURN_IF_ERROR(b.Tensor3(p + "ffn_gate_exps.weight", o.n_embd, ff, o.n_expert, s_embd, o.type));
   EMBER_RETURN_IF_ERROR(b.Tensor3(p + "ffn_up_exps.weight", o.n_embd, ff, o.n_expert, s_embd, o.type));
-  return b.Tensor3(p + "ffn_down_exps.weight", ff, o.n_embd, o.n_expert, 0.5f / std::sqrt(static_cast<float>(ff)),
-                   o.type);
+  EMBER_RETURN_IF_ERROR(b.Tensor3(p + "ffn_down_exps.weight", ff, o.n_embd, o.n_expert,
+                                  0.5f / std::sqrt(static_cast<float>(ff)), o.type));
+  if (o.arch != "qwen35moe") return Status::Ok();
+  // The shared expert: a dense SwiGLU FFN and its one-logit gate (a vector, f32 like every 1-D tensor).
+  const int sh = ShexpFf(o);
+  EMBER_RETURN_IF_ERROR(b.Vector(p + "ffn_gate_inp_shexp.weight", o.n_embd, 0.0f, 2 * s_embd));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate_shexp.weight", o.n_embd, sh, s_embd, o.type));
+  EMBER_RETURN_IF_ERROR(b.Matrix(p + "ffn_up_shexp.weight", o.n_embd, sh, s_embd, o.type));
+  return b.Matrix(p + "ffn_down_shexp.weight", sh, o.n_embd, 0.5f / std::sqrt(static_cast<float>(sh)), o.type);
 }
 
 Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_base, Builder& b) {
@@ -304,15 +316,15 @@ Status WriteWeights(const GenModelOptions& o, int n_vocab, int hd, float rope_ba
   for (int l = 0; l < o.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     EMBER_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", o.n_embd, 1.0f, 0.05f));
-    const bool recurrent = o.arch == "qwen35" && (l + 1) % o.full_attention_interval != 0;
+    const bool recurrent = IsQwen35(o) && (l + 1) % o.full_attention_interval != 0;
     EMBER_RETURN_IF_ERROR(recurrent ? WriteDeltaNet(o, p, b) : WriteAttention(o, p, hd, b));
     // Gemma's norm weights are stored as (1 + w), as convert_hf_to_gguf writes them: mean 1 here too.
     if (o.arch == "gemma3") EMBER_RETURN_IF_ERROR(b.Vector(p + "post_attention_norm.weight", o.n_embd, 1.0f, 0.05f));
     // qwen35 keeps the FFN's input norm under the name post_attention_norm.
-    EMBER_RETURN_IF_ERROR(b.Vector(p + (o.arch == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"),
+    EMBER_RETURN_IF_ERROR(b.Vector(p + (IsQwen35(o) ? "post_attention_norm.weight" : "ffn_norm.weight"),
                                    o.n_embd, 1.0f, 0.05f));
     const float s_embd = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
-    if (o.arch == "qwen3moe") {
+    if (IsMoe(o)) {
       EMBER_RETURN_IF_ERROR(WriteMoeFfn(o, p, b));
       continue;
     }

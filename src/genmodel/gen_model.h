@@ -16,7 +16,7 @@
 namespace ember {
 
 struct GenModelOptions {
-  std::string arch = "llama";        // llama | qwen2 | qwen3 | gemma3 | qwen35 | qwen3moe
+  std::string arch = "llama";        // llama | qwen2 | qwen3 | gemma3 | qwen35 | qwen3moe | qwen35moe
   std::string tokenizer = "llama3";  // llama3 | qwen3 | qwen35 | gemma3
   int n_layer = 2;
   int n_embd = 256;
@@ -41,12 +41,13 @@ struct GenModelOptions {
   int ssm_heads = 4;                 // ssm.time_step_rank: v heads (a multiple of ssm_groups)
   int ssm_conv = 4;                  // ssm.conv_kernel
   int rope_dims = 0;
-  // qwen3moe only: the routed experts replacing the dense FFN (n_ff is then only written as
+  // qwen3moe and qwen35moe: the routed experts replacing the dense FFN (n_ff is then only written as
   // feed_forward_length, as the real files do).
   int n_expert = 8;                  // expert_count
   int n_expert_used = 2;             // expert_used_count
   int n_ff_exp = 0;                  // expert_feed_forward_length (0: n_ff / n_expert_used)
   float router_std = 0;              // router weights' std (0: 2 / sqrt(n_embd): decisive routing)
+  int n_ff_shexp = 0;                // qwen35moe: the shared expert's width (0: n_ff)
   int mtp_layers = 0;                // qwen35: multi-token-prediction blocks after the trunk (nextn_predict_layers)
   GgmlType type = GgmlType::F32;     // default weight type of the matrices
   GgmlType type_embd = GgmlType::F32;

@@ -59,6 +59,9 @@ struct ArchSpec {
   // qwen3moe: the FFN is a routed mixture of experts (ffn_gate_inp + ffn_{gate,up,down}_exps;
   // model/moe.h) instead of ffn_{gate,up,down}.
   bool moe = false;
+  // qwen35moe: a shared expert (ffn_{gate,up,down}_shexp) runs on every row beside the routed ones, its
+  // output scaled by sigmoid(x · ffn_gate_inp_shexp).
+  bool moe_shared_expert = false;
   const char* ffn_norm_name = "ffn_norm.weight";
 };
 

@@ -37,16 +37,19 @@ void Qwen35Qkv(const QkvStep& s) {
   RopeHeads(s, s.k, c.n_head_kv);
 }
 
-ArchSpec MakeQwen35() {
-  ArchSpec a{"qwen35", kernels::RopeLayout::kNeox, /*qkv_bias=*/false, /*qk_norm=*/true, /*rope_freqs=*/false, Qwen35Qkv};
+ArchSpec MakeQwen35(const char* name, bool moe) {
+  ArchSpec a{name, kernels::RopeLayout::kNeox, /*qkv_bias=*/false, /*qk_norm=*/true, /*rope_freqs=*/false, Qwen35Qkv};
   a.attn_gate = true;
   a.hybrid = true;
   a.ffn_norm_name = "post_attention_norm.weight";
+  a.moe = moe;  // qwen35moe: routed experts plus a sigmoid-gated shared expert (model/moe.h)
+  a.moe_shared_expert = moe;
   return a;
 }
 
 }  // namespace
 
-extern const ArchSpec kQwen35Arch = MakeQwen35();
+extern const ArchSpec kQwen35Arch = MakeQwen35("qwen35", false);
+extern const ArchSpec kQwen35MoeArch = MakeQwen35("qwen35moe", true);
 
 }  // namespace ember

@@ -11,9 +11,11 @@ extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kGemma3Arch;
 extern const ArchSpec kQwen35Arch;
 extern const ArchSpec kQwen3MoeArch;
+extern const ArchSpec kQwen35MoeArch;
 
 const ArchSpec* FindArch(const std::string& name) {
-  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kGemma3Arch, &kQwen35Arch, &kQwen3MoeArch}) {
+  for (const ArchSpec* a : {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kGemma3Arch, &kQwen35Arch, &kQwen3MoeArch,
+                            &kQwen35MoeArch}) {
     if (name == a->name) return a;
   }
   return nullptr;

@@ -203,19 +203,40 @@ Status Model::BindDeltaNet(int il, LayerWeights& w) {
   return Status::Ok();
 }
 
-// The tensors llama.cpp 80fb11a requires of a qwen3moe FFN (src/models/qwen3moe.cpp).
+// The tensors llama.cpp 80fb11a requires of a qwen3moe or qwen35moe FFN (src/models/qwen3moe.cpp,
+// qwen35moe.cpp): the router, the experts (qwen35moe files may merge gate and up into one
+// ffn_gate_up_exps [n_embd, 2 * n_ff_exp, n_expert]: each expert's gate rows, then its up rows) and
+// qwen35moe's shared expert.
 Status Model::BindMoe(int il, LayerWeights& w) {
   const GgufFile& f = *file_;
   const ModelConfig& c = config_;
   uint64_t* b = &weight_bytes_;
   EMBER_ASSIGN_OR_RETURN(w.moe_router, Matrix(f, Blk(il, "ffn_gate_inp.weight"), c.n_embd, c.n_expert, b));
   const uint64_t before = weight_bytes_;
-  EMBER_ASSIGN_OR_RETURN(w.exp_gate, Experts(f, Blk(il, "ffn_gate_exps.weight"), c.n_embd, c.n_ff_exp, c.n_expert, b));
-  EMBER_ASSIGN_OR_RETURN(w.exp_up, Experts(f, Blk(il, "ffn_up_exps.weight"), c.n_embd, c.n_ff_exp, c.n_expert, b));
+  if (arch_->moe_shared_expert && f.FindTensor(Blk(il, "ffn_gate_up_exps.weight")) != nullptr) {
+    EMBER_ASSIGN_OR_RETURN(ExpertMatrix both, Experts(f, Blk(il, "ffn_gate_up_exps.weight"), c.n_embd, 2 * c.n_ff_exp,
+                                                      c.n_expert, b));
+    w.exp_gate = w.exp_up = both;
+    w.exp_gate.first.n_out = w.exp_up.first.n_out = c.n_ff_exp;
+    w.exp_up.first.data += static_cast<size_t>(c.n_ff_exp) * both.first.row_bytes;
+  } else {
+    EMBER_ASSIGN_OR_RETURN(w.exp_gate, Experts(f, Blk(il, "ffn_gate_exps.weight"), c.n_embd, c.n_ff_exp, c.n_expert, b));
+    EMBER_ASSIGN_OR_RETURN(w.exp_up, Experts(f, Blk(il, "ffn_up_exps.weight"), c.n_embd, c.n_ff_exp, c.n_expert, b));
+  }
   EMBER_ASSIGN_OR_RETURN(w.exp_down, Experts(f, Blk(il, "ffn_down_exps.weight"), c.n_ff_exp, c.n_embd, c.n_expert, b));
   const uint64_t experts = weight_bytes_ - before;
   expert_bytes_ += experts;
   inactive_expert_bytes_ += experts - experts / static_cast<uint64_t>(c.n_expert) * static_cast<uint64_t>(c.n_expert_used);
+  if (!arch_->moe_shared_expert) return Status::Ok();
+  {  // [n_embd]: one gate logit per row, read as a one-row matrix
+    EMBER_ASSIGN_OR_RETURN(const float* g, F32Vector(f, Blk(il, "ffn_gate_inp_shexp.weight"), c.n_embd));
+    w.shexp_inp = kernels::WeightView{GgmlType::F32, reinterpret_cast<const uint8_t*>(g), c.n_embd, 1,
+                                      static_cast<size_t>(c.n_embd) * sizeof(float)};
+    *b += static_cast<uint64_t>(c.n_embd) * sizeof(float);
+  }
+  EMBER_ASSIGN_OR_RETURN(w.shexp_gate, Matrix(f, Blk(il, "ffn_gate_shexp.weight"), c.n_embd, c.n_ff_shexp, b));
+  EMBER_ASSIGN_OR_RETURN(w.shexp_up, Matrix(f, Blk(il, "ffn_up_shexp.weight"), c.n_embd, c.n_ff_shexp, b));
+  EMBER_ASSIGN_OR_RETURN(w.shexp_down, Matrix(f, Blk(il, "ffn_down_shexp.weight"), c.n_ff_shexp, c.n_embd, b));
   return Status::Ok();
 }
 
@@ -223,7 +244,8 @@ std::vector<kernels::WeightView*> Model::PackCandidates() {
   std::vector<kernels::WeightView*> views;
   for (LayerWeights& l : layers_) {
     for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.ssm_qkv, &l.ssm_z,
-                                   &l.ssm_beta, &l.ssm_alpha, &l.ssm_out, &l.moe_router}) {
+                                   &l.ssm_beta, &l.ssm_alpha, &l.ssm_out, &l.moe_router, &l.shexp_gate,
+                                   &l.shexp_up, &l.shexp_down}) {
       if (w->data != nullptr) views.push_back(w);  // a hybrid's layers have one set or the other
     }
   }

@@ -58,6 +58,10 @@ struct LayerWeights {
   ExpertMatrix exp_gate;             // n_embd -> n_ff_exp, per expert
   ExpertMatrix exp_up;               // n_embd -> n_ff_exp
   ExpertMatrix exp_down;             // n_ff_exp -> n_embd
+  kernels::WeightView shexp_inp;     // qwen35moe: ffn_gate_inp_shexp, n_embd -> 1 (the shared expert's gate)
+  kernels::WeightView shexp_gate;    // n_embd -> n_ff_shexp
+  kernels::WeightView shexp_up;      // n_embd -> n_ff_shexp
+  kernels::WeightView shexp_down;    // n_ff_shexp -> n_embd
   // Gated delta net (qwen35 recurrent layers; model/delta_net.h). wq..wo and q/k norms are unset there.
   kernels::WeightView ssm_qkv;       // attn_qkv:  n_embd -> conv channels (q, k, v)
   kernels::WeightView ssm_z;         // attn_gate: n_embd -> ssm_d_inner (output gate z)

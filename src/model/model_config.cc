@@ -117,10 +117,12 @@ Status ReadQwen35(const GgufFile& f, const std::string& a, ModelConfig& c) {
   return Status::Ok();
 }
 
-// qwen3moe, as llama.cpp 80fb11a reads it (src/models/qwen3moe.cpp, build_moe_ffn): expert_count and
+// qwen3moe and qwen35moe, as llama.cpp 80fb11a reads them (src/models/qwen3moe.cpp, qwen35moe.cpp,
+// build_moe_ffn): expert_count and
 // expert_used_count are required, expert_feed_forward_length defaults to feed_forward_length /
 // expert_used_count; routing is a softmax over all experts, the top k are kept and their weights divided
-// by their sum (no expert_weights_scale).
+// by their sum (no expert_weights_scale). qwen35moe adds a shared expert
+// (expert_shared_feed_forward_length, default feed_forward_length).
 Status ReadMoe(const GgufFile& f, const std::string& a, ModelConfig& c) {
   constexpr int64_t kMaxExperts = 512;  // the largest routed MoE files ship 384
   EMBER_ASSIGN_OR_RETURN(c.n_expert, Required(f, a + ".expert_count", kMaxExperts));
@@ -128,6 +130,9 @@ Status ReadMoe(const GgufFile& f, const std::string& a, ModelConfig& c) {
   EMBER_ASSIGN_OR_RETURN(c.n_ff_exp, Optional(f, a + ".expert_feed_forward_length",
                                               std::max<int64_t>(1, c.n_ff / c.n_expert_used), hparams::kMaxWidth));
   c.moe_norm_topk = true;
+  if (a == "qwen35moe") {  // a shared expert beside the routed ones, feed_forward_length wide by default
+    EMBER_ASSIGN_OR_RETURN(c.n_ff_shexp, Optional(f, a + ".expert_shared_feed_forward_length", c.n_ff, hparams::kMaxWidth));
+  }
   return Status::Ok();
 }
 
@@ -189,8 +194,8 @@ StatusOr<ModelConfig> ReadModelConfig(const GgufFile& f, const std::string& a) {
   }
   EMBER_RETURN_IF_ERROR(ReadRopeScaling(f, a, c));
   if (a == "gemma3") EMBER_RETURN_IF_ERROR(ReadGemma3(f, a, c));
-  if (a == "qwen35") EMBER_RETURN_IF_ERROR(ReadQwen35(f, a, c));
-  if (a == "qwen3moe") EMBER_RETURN_IF_ERROR(ReadMoe(f, a, c));
+  if (a == "qwen35" || a == "qwen35moe") EMBER_RETURN_IF_ERROR(ReadQwen35(f, a, c));
+  if (a == "qwen3moe" || a == "qwen35moe") EMBER_RETURN_IF_ERROR(ReadMoe(f, a, c));
   return c;
 }
 

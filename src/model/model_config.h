@@ -13,7 +13,7 @@ namespace ember {
 class GgufFile;
 
 struct ModelConfig {
-  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3" | "qwen35" | "qwen3moe"
+  std::string arch;          // general.architecture: "llama" | "qwen2" | "qwen3" | "gemma3" | "qwen35" | "qwen3moe" | "qwen35moe"
   int64_t n_vocab = 0;       // rows of token_embd.weight
   int64_t n_embd = 0;
   int64_t n_layer = 0;         // trunk blocks: block_count less the MTP blocks
@@ -55,6 +55,7 @@ struct ModelConfig {
   int64_t n_expert_used = 0;           // expert_used_count: experts each token is routed to (top-k)
   int64_t n_ff_exp = 0;                // expert_feed_forward_length (default n_ff / n_expert_used)
   bool moe_norm_topk = true;           // the top-k routing weights are divided by their sum
+  int64_t n_ff_shexp = 0;              // qwen35moe: the shared expert's FFN width (0: no shared expert)
 
   bool moe() const { return n_expert > 0; }
   bool is_recurrent(int64_t il) const { return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(il)]; }

@@ -1,6 +1,7 @@
 #include "model/moe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/matmul.h"
@@ -45,6 +46,12 @@ void MoeScratch::Resize(const ModelConfig& c, int64_t max_rows) {
   gate_.resize(T * k * static_cast<size_t>(c.n_ff_exp));
   up_.resize(T * k * static_cast<size_t>(c.n_ff_exp));
   down_.resize(T * k * static_cast<size_t>(c.n_embd));
+  if (c.n_ff_shexp > 0) {
+    sh_gate_.resize(T * static_cast<size_t>(c.n_ff_shexp));
+    sh_up_.resize(T * static_cast<size_t>(c.n_ff_shexp));
+    sh_out_.resize(T * static_cast<size_t>(c.n_embd));
+    sh_logit_.resize(T);
+  }
 }
 
 void MoeScratch::Route(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows,
@@ -122,12 +129,50 @@ void MoeScratch::RunExperts(const ModelConfig& c, const LayerWeights& w, int64_t
   kernels::MatMulGrouped(groups_.data(), static_cast<int>(groups_.size()), gate_.data(), n_rows, pool);
 }
 
+void MoeScratch::SharedExpert(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, float* out,
+                              kernels::ThreadPool& pool, OpTimes* times) {
+  const int64_t ff = c.n_ff_shexp, d = c.n_embd;
+  {
+    OpTimer timer(times, &times->matmul_s);
+    const kernels::MatMulOut outs[] = {{&w.shexp_gate, sh_gate_.data()}, {&w.shexp_up, sh_up_.data()}};
+    kernels::MatMulShared(outs, 2, xn, rows, pool);
+    kernels::MatMul(w.shexp_inp, xn, rows, sh_logit_.data(), pool);  // [rows][1]
+  }
+  {
+    OpTimer timer(times, &times->other_s);
+    pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t) {
+        kernels::SiluMul(sh_gate_.data() + t * ff, sh_up_.data() + t * ff, sh_gate_.data() + t * ff, static_cast<int>(ff));
+      }
+    });
+  }
+  {
+    OpTimer timer(times, &times->matmul_s);
+    kernels::MatMul(w.shexp_down, sh_gate_.data(), rows, sh_out_.data(), pool);
+  }
+  OpTimer timer(times, &times->other_s);
+  pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {  // out += shared * sigmoid(gate), as ggml: mul, then add
+    for (int64_t t = b; t < e; ++t) {
+      const float g = 1.0f / (1.0f + std::exp(-sh_logit_[static_cast<size_t>(t)]));
+      for (int64_t i = 0; i < d; ++i) {
+        const float gated = sh_out_[static_cast<size_t>(t * d + i)] * g;
+        out[t * d + i] += gated;
+      }
+    }
+  });
+}
+
 void MoeScratch::Forward(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, float* out,
                          kernels::ThreadPool& pool, OpTimes* times) {
   Route(c, w, xn, rows, pool, times);
   Group(c, xn, rows);
   RunExperts(c, w, rows, pool, times);
-  // out = w_0 * down_0 + w_1 * down_1 + ...: ggml's weighted views added in choice order.
+  Combine(c, rows, out, pool, times);
+  if (c.n_ff_shexp > 0) SharedExpert(c, w, xn, rows, out, pool, times);
+}
+
+// out = w_0 * down_0 + w_1 * down_1 + ...: ggml's weighted views added in choice order.
+void MoeScratch::Combine(const ModelConfig& c, int64_t rows, float* out, kernels::ThreadPool& pool, OpTimes* times) {
   OpTimer timer(times, &times->other_s);
   const int64_t k = c.n_expert_used, d = c.n_embd;
   pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {

@@ -5,6 +5,7 @@
 //   the k = n_expert_used largest p, in descending order (ties: the lower expert index first)
 //   w_j = p_j / max(sum of the k p's, 2^-14)          (moe_norm_topk)
 //   out = sum over j in that order of w_j * down_j(silu(gate_j · x) * (up_j · x))
+//   qwen35moe: out += sigmoid(x · ffn_gate_inp_shexp) * shared(x), shared a dense SwiGLU FFN on every row
 //
 // Experts read once per step: the rows of a step (a prefill chunk, a batch of decodes, both) are grouped
 // by expert, and each expert routed to by any row runs one matmul over all of its rows; an expert no row
@@ -45,6 +46,11 @@ class MoeScratch {
   void Group(const ModelConfig& c, const float* xn, int64_t rows);
   void RunExperts(const ModelConfig& c, const LayerWeights& w, int64_t rows, kernels::ThreadPool& pool,
                   OpTimes* times);
+  // out = the weighted sum of each row's expert outputs.
+  void Combine(const ModelConfig& c, int64_t rows, float* out, kernels::ThreadPool& pool, OpTimes* times);
+  // out += the gated shared expert of every row (qwen35moe).
+  void SharedExpert(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, float* out,
+                    kernels::ThreadPool& pool, OpTimes* times);
 
   // One chosen expert's matrices (groups_ point into views_, which is complete before they are made).
   struct ExpertViews {
@@ -61,6 +67,9 @@ class MoeScratch {
   std::vector<float> gate_;      // [T * k][n_ff_exp]
   std::vector<float> up_;        // [T * k][n_ff_exp]
   std::vector<float> down_;      // [T * k][n_embd] each choice's expert output
+  std::vector<float> sh_gate_, sh_up_;   // [T][n_ff_shexp]  the shared expert (qwen35moe)
+  std::vector<float> sh_out_;            // [T][n_embd]
+  std::vector<float> sh_logit_;          // [T]             its gate, before the sigmoid
   std::vector<int64_t> scratch_next_;  // Group's fill cursor per expert
   std::vector<ExpertViews> views_;       // the experts this step reads
   std::vector<kernels::MatMulGroup> groups_;

@@ -1,4 +1,4 @@
-// Parity of the qwen35 hybrid forward pass (gated delta net + gated attention, model/delta_net.h) with
+// Parity of the qwen35 (and qwen35moe) hybrid forward pass (gated delta net + gated attention, model/delta_net.h) with
 // llama.cpp (node-llama-cpp peer) over 640 positions: three delta-net layers then one attention layer,
 // twice, with 4 v heads sharing 2 q/k heads (the head mapping), partial RoPE and the output gates.
 // ember evaluates the sequence in chunks of uneven sizes (7, 64, 33, 1, ...) so the conv window and the
@@ -19,16 +19,21 @@ using testutil::LongParityCase;
 constexpr int kPrompt = 608, kGen = 32, kTotal = kPrompt + kGen, kRows = 32;
 
 constexpr const char* kShape =
-    "--arch qwen35 --tokenizer qwen3 --n-layer 8 --n-embd 128 --n-head 4 --n-head-kv 2 --head-dim 32 --n-ff 256 "
+    "--tokenizer qwen3 --n-layer 8 --n-embd 128 --n-head 4 --n-head-kv 2 --head-dim 32 --n-ff 256 "
     "--ssm-state 32 --ssm-groups 2 --ssm-heads 4 --ssm-conv 4 --full-attention-interval 4 --rope-dims 16 "
     "--ctx 4096 --untied";
 
 const std::vector<LongParityCase>& Cases() {
   static const std::vector<LongParityCase> cases = {
-      {"qwen35_f32_greedy", "--type f32 --output-std 2 --seed 31", "f32", 1e-4, 1e-3, true},
+      {"qwen35_f32_greedy", "--arch qwen35 --type f32 --output-std 2 --seed 31", "f32", 1e-4, 1e-3, true},
       // With an MTP block after the trunk (nextn_predict_layers 1): loaded by name, never run, on both sides.
-      {"qwen35_f16_mtp", "--type f16 --output-std 2 --mtp-layers 1 --seed 32", "f16", 1e-4, 1e-3, false},
-      {"qwen35_q8_0", "--type q8_0 --seed 33", "f32", 1e-3, 0, false},
+      {"qwen35_f16_mtp", "--arch qwen35 --type f16 --output-std 2 --mtp-layers 1 --seed 32", "f16", 1e-4, 1e-3, false},
+      {"qwen35_q8_0", "--arch qwen35 --type q8_0 --seed 33", "f32", 1e-3, 0, false},
+      // qwen35moe (issue #32): the same hybrid trunk with routed experts and a gated shared expert.
+      {"qwen35moe_f32_greedy", "--arch qwen35moe --type f32 --experts 16 --experts-used 4 --expert-ff 64 "
+       "--shared-expert-ff 96 --output-std 2 --seed 34", "f32", 1e-4, 1e-3, true},
+      {"qwen35moe_q8_0", "--arch qwen35moe --type q8_0 --experts 8 --experts-used 2 --expert-ff 64 --seed 35", "f32",
+       1e-3, 0, false},
   };
   return cases;
 }

@@ -159,7 +159,12 @@ INSTANTIATE_TEST_SUITE_P(
         // qwen3moe (issue #32): the rows of a mixed step are grouped by expert across sequences.
         MixCase{"qwen3moe_f32_kvf32", "--arch qwen3moe --tokenizer llama3 --n-layer 2 --n-embd 64 --n-head 4 --n-head-kv 2 "
                 "--n-ff 128 --experts 8 --experts-used 2 --expert-ff 32 --type f32 --seed 18",
-                KvDtype::kF32}),
+                KvDtype::kF32},
+        // qwen35moe: the recurrent state and the routed and shared experts, rows of several sequences.
+        MixCase{"qwen35moe_f32_kvf16", "--arch qwen35moe --tokenizer llama3 --n-layer 4 --n-embd 64 --n-head 4 "
+                "--n-head-kv 2 --head-dim 16 --n-ff 128 --ssm-state 16 --ssm-groups 2 --ssm-heads 4 --experts 8 "
+                "--experts-used 2 --expert-ff 32 --shared-expert-ff 48 --type f32 --seed 19",
+                KvDtype::kF16}),
     [](const ::testing::TestParamInfo<MixCase>& info) { return std::string(info.param.name); });
 
 // A slice that cannot run fails alone: the other sequences of the step go on, bitwise as solo runs.
