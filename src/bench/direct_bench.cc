@@ -12,6 +12,7 @@
 #include "bench/stats.h"
 #include "engine/batch_runner.h"
 #include "engine/engine.h"
+#include "format/model_summary.h"
 #include "util/stopwatch.h"
 
 namespace ember::bench {
@@ -238,6 +239,7 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
   const uint64_t wbytes = model.weight_bytes();
   // Bytes one decoded token read: every dense weight, plus the experts the decode steps actually read
   // (counted per step, so an expert read twice or a skipped one would show against active_weight_bytes).
+  const StatusOr<ModelSummary> params = Summarize(model.gguf());  // parameter counts (the file loaded, so it parses)
   const double decoded = static_cast<double>(std::max<int64_t>(1, a.tg) * a.reps);
   const double read_per_token = model.expert_bytes() == 0
                                     ? static_cast<double>(wbytes)
@@ -252,6 +254,7 @@ StatusOr<json> RunDirectBench(const DirectBenchConfig& a, PeerComparison* compar
             {"prefill_runs", pp_runs}, {"decode_runs", tg_runs},
             {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024}, {"weight_bytes", wbytes},
             {"active_weight_bytes", model.active_weight_bytes()}, {"decode_read_bytes_per_token", read_per_token},
+            {"n_params", params.ok() ? params->n_params : 0}, {"active_params", params.ok() ? params->active_params : 0},
             {"packed_bytes", engine->model().packed().bytes()}, {"packed_tensors", engine->model().packed().tensors()},
             {"bandwidth_gbs", tg * read_per_token / 1e9}, {"machine_read_gbs", machine_bw},
             {"bandwidth_fraction", machine_bw > 0 ? tg * read_per_token / 1e9 / machine_bw : 0},

@@ -44,7 +44,10 @@ struct DirectBenchConfig {
 
 // The measurement as the one JSON object `ember bench --json` prints: model, threads, pp_tokens,
 // tg_tokens, kv, reps, prefill_tok_s / decode_tok_s (medians) and their runs, peak_rss_bytes,
-// weight_bytes, packed_bytes / packed_tensors (the repacked copies, Model::PackWeights), bandwidth_gbs (decode's weight reads), machine_read_gbs (the better of
+// weight_bytes, active_weight_bytes (a MoE's per-token share), decode_read_bytes_per_token (dense
+// weights plus the expert bytes the decode steps read, counted), n_params / active_params,
+// packed_bytes / packed_tensors (the repacked copies, Model::PackWeights), bandwidth_gbs (decode's weight
+// reads: decode_read_bytes_per_token x decode tok/s), machine_read_gbs (the better of
 // machine_read_4k_gbs and machine_read_2m_gbs, bench/read_bandwidth.h: best of 3 after the reps),
 // bandwidth_fraction, weights_huge_fraction and weights_reread (engine/weight_pages.h),
 // ops.{prefill,decode}; with long_pp

@@ -84,7 +84,9 @@ Status Run(const Args& a) {
               j["weight_bytes"].get<double>() / 1e6, j["bandwidth_gbs"].get<double>(), j["machine_read_gbs"].get<double>(),
               100 * j["bandwidth_fraction"].get<double>(), j["peak_rss_bytes"].get<double>() / 1048576.0);
   if (j["active_weight_bytes"].get<double>() < j["weight_bytes"].get<double>()) {
-    std::printf("mixture of experts: %.1f MB active per token, %.1f MB read per decoded token (measured)\n",
+    std::printf("mixture of experts: %.1f M of %.1f M parameters active; %.1f MB of weights active per token, %.1f MB "
+                "read per decoded token (measured)\n",
+                j["active_params"].get<double>() / 1e6, j["n_params"].get<double>() / 1e6,
                 j["active_weight_bytes"].get<double>() / 1e6, j["decode_read_bytes_per_token"].get<double>() / 1e6);
   }
   if (j["packed_tensors"].get<int>() > 0) {
