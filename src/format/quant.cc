@@ -1,5 +1,6 @@
 // Dispatch and validation for quant.h, plus the plain element types (f32, f16, bf16). The block codecs
-// live in quant_legacy.cc (32-element blocks) and quant_kquants.cc (256-element super-blocks).
+// live in quant_legacy.cc (32-element blocks), quant_kquants.cc (q4_K/q5_K/q6_K super-blocks),
+// quant_lowbit.cc (q2_K/q3_K) and quant_iquants.cc (the table-grid types iq4_nl, iq4_xs, mxfp4).
 #include "format/quant.h"
 
 #include <cmath>
@@ -51,6 +52,11 @@ constexpr Codec kCodecs[] = {
     {GgmlType::Q4_K, quant_internal::DequantQ4_K, quant_internal::QuantQ4_K},
     {GgmlType::Q5_K, quant_internal::DequantQ5_K, quant_internal::QuantQ5_K},
     {GgmlType::Q6_K, quant_internal::DequantQ6_K, quant_internal::QuantQ6_K},
+    {GgmlType::Q2_K, quant_internal::DequantQ2_K, quant_internal::QuantQ2_K},
+    {GgmlType::Q3_K, quant_internal::DequantQ3_K, quant_internal::QuantQ3_K},
+    {GgmlType::IQ4_NL, quant_internal::DequantIQ4_NL, quant_internal::QuantIQ4_NL},
+    {GgmlType::IQ4_XS, quant_internal::DequantIQ4_XS, quant_internal::QuantIQ4_XS},
+    {GgmlType::MXFP4, quant_internal::DequantMXFP4, quant_internal::QuantMXFP4},
 };
 
 const Codec* FindCodec(GgmlType type) {

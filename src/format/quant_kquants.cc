@@ -30,13 +30,6 @@ namespace {
 
 constexpr int kQK_K = 256;
 
-// Nearest integer to v, clamped to [lo, hi]; NaN maps to lo.
-inline int RoundClamp(float v, int lo, int hi) {
-  if (!(v > static_cast<float>(lo))) return lo;
-  if (v >= static_cast<float>(hi)) return hi;
-  return static_cast<int>(std::nearbyint(v));
-}
-
 // ---- Dequantization ---------------------------------------------------------------------------------
 
 // One q4_K/q5_K super-block; qh == nullptr for q4_K.
@@ -56,16 +49,10 @@ void DequantK4K5Block(const uint8_t* blk, const uint8_t* qh, const uint8_t* qs, 
   }
 }
 
-// ---- Sub-block fitting ------------------------------------------------------------------------------
+}  // namespace
 
-// Affine fit x ~= scale*L - offset, L in [0, nmax], scale >= 0, offset >= 0 (ggml's K4/K5 mins are
-// subtracted, so the represented range always includes 0).
-struct AffineFit {
-  float scale = 0.0f;
-  float offset = 0.0f;
-};
+// ---- Sub-block fitting (shared with quant_lowbit.cc through quant_internal.h) ------------------------
 
-// Codes for `fit` (nearest, clamped) and their squared error (double: finite even for |x| near FLT_MAX).
 double AffineAssign(const float* x, int n, int nmax, AffineFit fit, int* L) {
   double err = 0.0;
   const float inv = fit.scale > 0.0f ? 1.0f / fit.scale : 0.0f;
@@ -76,6 +63,8 @@ double AffineAssign(const float* x, int n, int nmax, AffineFit fit, int* L) {
   }
   return err;
 }
+
+namespace {
 
 // One candidate: codes for `start`, then the least-squares (scale, offset >= 0) for those codes, written
 // to *fit with its squared error (an upper bound on the error after reassigning codes for it). False
@@ -104,6 +93,8 @@ bool AffineCandidate(const float* x, int n, int nmax, AffineFit start, AffineFit
   *fit = {static_cast<float>(a), static_cast<float>(-b)};
   return true;
 }
+
+}  // namespace
 
 AffineFit FitAffine(const float* x, int n, int nmax) {
   float lo = *std::min_element(x, x + n), hi = *std::max_element(x, x + n);
@@ -135,25 +126,26 @@ AffineFit FitAffine(const float* x, int n, int nmax) {
   return best;
 }
 
-// Symmetric fit x ~= scale*L, L in [-32, 31]: codes and their squared error for `scale`.
-double SymmetricAssign(const float* x, int n, float scale, int* L) {
+double SymmetricAssign(const float* x, int n, float scale, int lo, int hi, int* L) {
   double err = 0.0;
   const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
   for (int i = 0; i < n; ++i) {
-    L[i] = RoundClamp(x[i] * inv, -32, 31);
+    L[i] = RoundClamp(x[i] * inv, lo, hi);
     const double diff = static_cast<double>(scale) * L[i] - x[i];
     err += diff * diff;
   }
   return err;
 }
 
+namespace {
+
 // Codes for `scale`, then the least-squares scale for them; *gain = Sxl^2/Sl2 is how much that scale
 // lowers the squared error below sum(x^2) (larger is better). Returns 0 when every code is 0.
-float SymmetricCandidate(const float* x, int n, float scale, double* gain) {
+float SymmetricCandidate(const float* x, int n, float scale, int lo, int hi, double* gain) {
   const float inv = 1.0f / scale;
   double sxl = 0, sl2 = 0;
   for (int i = 0; i < n; ++i) {
-    const double l = RoundClamp(x[i] * inv, -32, 31);
+    const double l = RoundClamp(x[i] * inv, lo, hi);
     sxl += static_cast<double>(x[i]) * l;
     sl2 += l * l;
   }
@@ -161,7 +153,9 @@ float SymmetricCandidate(const float* x, int n, float scale, double* gain) {
   return sl2 > 0 ? static_cast<float>(sxl / sl2) : 0.0f;
 }
 
-float FitSymmetric(const float* x, int n) {
+}  // namespace
+
+float FitSymmetric(const float* x, int n, int lo, int hi) {
   float amax = 0.0f, max = 0.0f;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -170,14 +164,14 @@ float FitSymmetric(const float* x, int n) {
     }
   }
   if (amax == 0.0f) return 0.0f;
-  float best = max / -32.0f;  // the extreme on the roomier negative side (code -32)
+  float best = max / static_cast<float>(lo);  // the extreme on the roomier negative side (code lo)
   double best_gain = -1.0;
-  // Candidates put the extreme near code -32 or near +31, swept around each, refit by least squares.
-  for (const float target : {-32.0f, 31.0f}) {
+  // Candidates put the extreme near code lo or near hi, swept around each, refit by least squares.
+  for (const float target : {static_cast<float>(lo), static_cast<float>(hi)}) {
     for (int t = -10; t <= 10; ++t) {
       const float start = max / (target + std::copysign(0.1f * static_cast<float>(t), target));
       double gain;
-      const float scale = SymmetricCandidate(x, n, start, &gain);
+      const float scale = SymmetricCandidate(x, n, start, lo, hi, &gain);
       if (scale != 0.0f && gain > best_gain) {
         best_gain = gain;
         best = scale;
@@ -186,7 +180,7 @@ float FitSymmetric(const float* x, int n) {
   }
   for (int pass = 0; pass < 2; ++pass) {  // Lloyd passes on the winner
     double gain;
-    const float scale = SymmetricCandidate(x, n, best, &gain);
+    const float scale = SymmetricCandidate(x, n, best, lo, hi, &gain);
     if (scale == 0.0f || !(gain > best_gain)) break;
     best_gain = gain;
     best = scale;
@@ -194,9 +188,6 @@ float FitSymmetric(const float* x, int n) {
   return best;
 }
 
-// The fp16 super-block step for sub-block scales whose largest (signed) value is `max_scale`, coded as
-// max_scale/limit. Nearest rounding can shrink a tiny (subnormal) step by up to half an fp16 spacing,
-// enough to push the largest code past `limit` and clip it; one spacing away from zero avoids that.
 uint16_t SuperBlockStep(float max_scale, float limit) {
   if (max_scale == 0.0f) return 0;
   uint16_t h = F32ToFp16(ClampToHalfRange(max_scale / limit));
@@ -208,30 +199,30 @@ uint16_t SuperBlockStep(float max_scale, float limit) {
   return h;
 }
 
-// ---- q4_K / q5_K ------------------------------------------------------------------------------------
-
-// Picks the 6-bit scale/min codes for one sub-block given the super-block steps, trying the rounded
-// codes first, then their neighbours (ties keep the rounded ones); writes the resulting element codes.
-void CodeSubBlockK(const float* x, int nmax, float d, float dmin, AffineFit fit, uint8_t* sc,
+void CodeSubBlockK(const float* x, int n, int nmax, int code_max, float d, float dmin, AffineFit fit, uint8_t* sc,
                    uint8_t* mn, int* L) {
-  const int sc0 = d > 0 ? RoundClamp(fit.scale / d, 0, 63) : 0;
-  const int m0 = dmin > 0 ? RoundClamp(fit.offset / dmin, 0, 63) : 0;
+  const int sc0 = d > 0 ? RoundClamp(fit.scale / d, 0, code_max) : 0;
+  const int m0 = dmin > 0 ? RoundClamp(fit.offset / dmin, 0, code_max) : 0;
   double best_err = INFINITY;
   int cand[32];
   for (const int s : {sc0, sc0 - 1, sc0 + 1}) {
     for (const int m : {m0, m0 - 1, m0 + 1}) {
-      if (s < 0 || s > 63 || m < 0 || m > 63) continue;
+      if (s < 0 || s > code_max || m < 0 || m > code_max) continue;
       const AffineFit coded{d * static_cast<float>(s), dmin * static_cast<float>(m)};
-      const double err = AffineAssign(x, 32, nmax, coded, cand);
+      const double err = AffineAssign(x, n, nmax, coded, cand);
       if (err < best_err || best_err == INFINITY) {
         best_err = err;
         *sc = static_cast<uint8_t>(s);
         *mn = static_cast<uint8_t>(m);
-        std::memcpy(L, cand, sizeof(cand));
+        std::memcpy(L, cand, sizeof(int) * static_cast<size_t>(n));
       }
     }
   }
 }
+
+namespace {
+
+// ---- q4_K / q5_K ------------------------------------------------------------------------------------
 
 // Quantizes one q4_K/q5_K super-block into codes L[256] (0..nmax) plus the header (d, dmin, scales).
 void QuantK4K5Header(const float* x, int nmax, uint8_t* blk, int* L) {
@@ -248,7 +239,7 @@ void QuantK4K5Header(const float* x, int nmax, uint8_t* blk, int* L) {
   // Code the sub-block scales against the fp16-rounded steps the decoder will actually use.
   const float d = Fp16ToF32(dh), dmin = Fp16ToF32(mh);
   uint8_t sc[8] = {}, mn[8] = {};
-  for (int j = 0; j < 8; ++j) CodeSubBlockK(x + 32 * j, nmax, d, dmin, fits[j], &sc[j], &mn[j], L + 32 * j);
+  for (int j = 0; j < 8; ++j) CodeSubBlockK(x + 32 * j, 32, nmax, 63, d, dmin, fits[j], &sc[j], &mn[j], L + 32 * j);
   PackScaleMinK4(sc, mn, blk + 4);
 }
 
@@ -268,7 +259,7 @@ void CodeSubBlockQ6(const float* x, float d, float scale, int* sc, int* L) {
   int cand[16];
   for (const int s : {s0, s0 - 1, s0 + 1}) {
     if (s < -128 || s > 127) continue;
-    const double err = SymmetricAssign(x, 16, d * static_cast<float>(s), cand);
+    const double err = SymmetricAssign(x, 16, d * static_cast<float>(s), -32, 31, cand);
     if (err < best_err || best_err == INFINITY) {
       best_err = err;
       *sc = s;
@@ -293,7 +284,7 @@ void QuantQ6Block(const float* x, uint8_t* blk) {
   float scales[16];
   float max_scale = 0.0f;  // signed scale of largest magnitude
   for (int j = 0; j < 16; ++j) {
-    scales[j] = FitSymmetric(x + 16 * j, 16);
+    scales[j] = FitSymmetric(x + 16 * j, 16, -32, 31);
     if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
   }
   // The largest scale takes code -128, the end of the int8 range with the most room. An all-zero block

@@ -49,7 +49,12 @@ uint32_t FileType(GgmlType t) {
     case GgmlType::Q4_K: return 15;
     case GgmlType::Q5_K: return 17;
     case GgmlType::Q6_K: return 18;
+    case GgmlType::Q2_K: return 10;
+    case GgmlType::Q3_K: return 12;   // Q3_K_M
+    case GgmlType::IQ4_NL: return 25;
+    case GgmlType::IQ4_XS: return 30;
     case GgmlType::BF16: return 32;
+    case GgmlType::MXFP4: return 38;  // MXFP4_MOE
     default: return 0;
   }
 }

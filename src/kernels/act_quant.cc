@@ -142,12 +142,17 @@ DotType DotTypeOf(GgmlType t) {
     case GgmlType::BF16: return DotType::kBF16;
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
-    case GgmlType::Q5_0: return DotType::kQ8_0;
+    case GgmlType::Q5_0:
+    case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4: return DotType::kQ8_0;
     case GgmlType::Q4_1:
     case GgmlType::Q5_1: return DotType::kQ8_1;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return DotType::kQ8_K;
+    case GgmlType::Q6_K:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS: return DotType::kQ8_K;
     default: return DotType::kF32;
   }
 }

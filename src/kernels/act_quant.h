@@ -13,9 +13,9 @@ enum class DotType {
   kF32,   // F32 weights: activations as they are
   kF16,   // F16 weights: activations rounded to fp16 (kept as f32 values)
   kBF16,  // BF16 weights: activations rounded to bf16 (kept as f32 values)
-  kQ8_0,  // Q8_0/Q4_0/Q5_0: 32-blocks, d = fp16(amax/127), q = rint(x * 127/amax)
+  kQ8_0,  // Q8_0/Q4_0/Q5_0/IQ4_NL/MXFP4: 32-blocks, d = fp16(amax/127), q = rint(x * 127/amax)
   kQ8_1,  // Q4_1/Q5_1: as Q8_0 plus s = fp16(d * sum(q))
-  kQ8_K,  // K-quants: 256-blocks, f32 d, q = min(127, rint(-127/max * x)), sums per 16
+  kQ8_K,  // K-quants (Q2_K..Q6_K) and IQ4_XS: 256-blocks, f32 d, q = min(127, rint(-127/max * x)), sums per 16
 };
 
 DotType DotTypeOf(GgmlType weight_type);

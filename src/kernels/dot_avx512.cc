@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "format/quant_tables.h"
 #include "kernels/avx2_util.h"
 #include "kernels/avx512_util.h"
 #include "kernels/cpu_features.h"
@@ -21,6 +22,7 @@ namespace ember::kernels::avx512 {
 #include "kernels/dot_avx512_float.inc"
 #include "kernels/dot_avx512_q32.inc"
 #include "kernels/dot_avx512_kquants.inc"
+#include "kernels/dot_avx512_lowbit.inc"
 }  // namespace ember::kernels::avx512
 #pragma GCC diagnostic pop
 
@@ -30,6 +32,7 @@ DotFn Avx512DotFn(GgmlType type) {
   if (!CpuHasAvx512()) return nullptr;
   if (DotFn f = avx512::FloatDotFn(type)) return f;
   if (DotFn f = avx512::KQuantDotFn(type)) return f;
+  if (DotFn f = avx512::lowbit::LowBitDotFn(type)) return f;
   return avx512::Block32DotFn(type);
 }
 

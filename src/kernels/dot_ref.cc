@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "format/quant_tables.h"
 #include "kernels/dot_kernels.h"
 #include "util/half.h"
 
@@ -37,8 +38,16 @@ struct Block32 { int w[32]; float d; float m; };
 
 template <GgmlType T> Block32 Decode32(const uint8_t* p) {
   Block32 b{};
-  b.d = H(p);
-  if constexpr (T == GgmlType::Q8_0) {
+  if constexpr (T == GgmlType::MXFP4) {
+    b.d = quant_tables::E8M0ToF32Half(p[0]);
+  } else {
+    b.d = H(p);
+  }
+  if constexpr (T == GgmlType::IQ4_NL || T == GgmlType::MXFP4) {  // 4-bit indexes into an int8 grid
+    const int8_t* grid = T == GgmlType::IQ4_NL ? quant_tables::kIq4nlValues : quant_tables::kMxfp4Values;
+    const uint8_t* qs = p + (T == GgmlType::IQ4_NL ? 2 : 1);
+    for (int j = 0; j < 16; ++j) { b.w[j] = grid[qs[j] & 15]; b.w[j + 16] = grid[qs[j] >> 4]; }
+  } else if constexpr (T == GgmlType::Q8_0) {
     for (int j = 0; j < 32; ++j) b.w[j] = static_cast<int8_t>(p[2 + j]);
   } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_1) {
     const int off = T == GgmlType::Q4_0 ? 8 : 0;
@@ -152,6 +161,75 @@ float DotQ6K(const uint8_t* row, const ActRow& a, int64_t n) {
   return acc;
 }
 
+// Q2_K: element e = 128h + 32k + l has q = bits 2k..2k+1 of qs[32h + l]; sub-block j = e/16 has scale
+// sc[j] & 15 and min sc[j] >> 4. Same accumulation as Q4_K/Q5_K.
+float DotQ2K(const uint8_t* row, const ActRow& a, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* p = row + b * 84;
+    const uint8_t *sc = p, *qs = p + 16;
+    const int8_t* x = a.q + b * 256;
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t s = 0;
+      for (int e = 16 * j; e < 16 * j + 16; ++e) s += ((qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3) * x[e];
+      isum += (sc[j] & 15) * s;
+      msum += (sc[j] >> 4) * a.sum[b * 16 + j];
+    }
+    const float dy = a.d[b];
+    acc = std::fma(H(p + 80) * dy, static_cast<float>(isum), acc);
+    acc = std::fma(-(H(p + 82) * dy), static_cast<float>(msum), acc);
+  }
+  return acc;
+}
+
+// Q3_K: Q2_K's low bits plus a third bit, bit 4h + k of hmask[l], so q - 4 is -4..3; signed six-bit
+// sub-block scales (minus 32). Same accumulation as Q6_K.
+float DotQ3K(const uint8_t* row, const ActRow& a, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* p = row + b * 110;
+    const uint8_t *hm = p, *qs = p + 32;
+    int8_t sc[16];
+    quant_tables::UnpackQ3KScales(p + 96, sc);
+    const int8_t* x = a.q + b * 256;
+    int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t s = 0;
+      for (int e = 16 * j; e < 16 * j + 16; ++e) {
+        const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+        const int q = ((qs[32 * h + l] >> (2 * k)) & 3) | (((hm[l] >> (4 * h + k)) & 1) << 2);
+        s += (q - 4) * x[e];
+      }
+      isum += sc[j] * s;
+    }
+    acc = std::fma(H(p + 108) * a.d[b], static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+
+// IQ4_XS: eight sub-blocks of 32 laid out like IQ4_NL blocks, signed six-bit scales (minus 32). Same
+// accumulation as Q6_K.
+float DotIQ4XS(const uint8_t* row, const ActRow& a, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* p = row + b * 136;
+    const int8_t* x = a.q + b * 256;
+    int32_t isum = 0;
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* qs = p + 8 + 16 * ib;
+      int32_t s = 0;
+      for (int j = 0; j < 16; ++j) {
+        s += quant_tables::kIq4nlValues[qs[j] & 15] * x[32 * ib + j];
+        s += quant_tables::kIq4nlValues[qs[j] >> 4] * x[32 * ib + 16 + j];
+      }
+      isum += quant_tables::Iq4xsScale(p, ib) * s;
+    }
+    acc = std::fma(H(p) * a.d[b], static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+
 // ---- per-type entry points ---------------------------------------------------------------------
 template <float (*Dot)(const uint8_t*, const ActRow&, int64_t)>
 void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out, int64_t stride) {
@@ -175,6 +253,11 @@ DotFn ReferenceDotFn(GgmlType type) {
     case GgmlType::Q4_K: return Tile<DotK45<GgmlType::Q4_K>>;
     case GgmlType::Q5_K: return Tile<DotK45<GgmlType::Q5_K>>;
     case GgmlType::Q6_K: return Tile<DotQ6K>;
+    case GgmlType::IQ4_NL: return Tile<Dot32<GgmlType::IQ4_NL>>;
+    case GgmlType::MXFP4: return Tile<Dot32<GgmlType::MXFP4>>;
+    case GgmlType::Q2_K: return Tile<DotQ2K>;
+    case GgmlType::Q3_K: return Tile<DotQ3K>;
+    case GgmlType::IQ4_XS: return Tile<DotIQ4XS>;
     default: return nullptr;
   }
 }

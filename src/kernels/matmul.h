@@ -1,9 +1,9 @@
 // Matrix multiplication of a GGUF weight by a batch of activation rows: y = x · Wᵀ.
 //
 // Numerics mirror ggml's CPU backend so ember's logits track llama.cpp's: the activations are first
-// converted to the weight's "dot type" (see DotTypeOf in act_quant.h: Q8_0 blocks for Q8_0/Q4_0/Q5_0,
-// Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants, fp16-rounded for F16, bf16-rounded for BF16, plain f32
-// for F32), then each block's integer dot product is scaled by the block scales and accumulated in f32.
+// converted to the weight's "dot type" (see DotTypeOf in act_quant.h: Q8_0 blocks for Q8_0/Q4_0/Q5_0/
+// IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants and IQ4_XS, fp16-rounded for F16, bf16-rounded
+// for BF16, plain f32 for F32), then each block's integer dot product is scaled by the block scales and accumulated in f32.
 //
 // Batch invariance (docs/cache-spec.md §6): y[t, o] is bitwise identical whatever n_tok and whatever the
 // pool's thread count, because every (t, o) is computed by one fixed sequence of operations (same

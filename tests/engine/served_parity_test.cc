@@ -61,6 +61,12 @@ const std::vector<ServedCase>& Cases() {
       {"qwen35_q8_0_hd128", QWEN35_HD128 "--n-layer 4 --type q8_0 --seed 43", kQuant},
       // qwen3moe (issue #32): 16 experts, 4 per token.
       {"qwen3moe_q8_0_hd128", QWEN3MOE_HD128 "--n-layer 2 --type q8_0 --seed 44", kQuant},
+      // The low-bit types MoE files ship (issue #32): each on a dense shape, and MXFP4 experts as gpt-oss has.
+      {"q2_k_hd64_gqa2", HD64_GQA2 "--n-layer 2 --type q2_k --type-embd q8_0 --seed 45", kQuant},
+      {"q3_k_hd128_gqa4", HD128_GQA4 "--n-layer 2 --type q3_k --type-embd q8_0 --seed 46", kQuant},
+      {"iq4_nl_hd64_gqa8", HD64_GQA8 "--n-layer 2 --type iq4_nl --type-embd q8_0 --seed 47", kQuant},
+      {"iq4_xs_hd128_gqa2", HD128_GQA2 "--n-layer 2 --type iq4_xs --type-embd q8_0 --seed 48", kQuant},
+      {"qwen3moe_mxfp4_hd128", QWEN3MOE_HD128 "--n-layer 2 --type mxfp4 --type-embd q8_0 --seed 49", kQuant},
   };
   return cases;
 }

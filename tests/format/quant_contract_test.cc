@@ -13,9 +13,10 @@
 namespace ember {
 namespace {
 
-constexpr GgmlType kQuantizable[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
-                                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kQuantizable[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,   GgmlType::Q4_0,
+                                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,
+                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,   GgmlType::Q2_K,
+                                     GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 uint16_t U16At(const std::vector<uint8_t>& b, size_t i) {
   return static_cast<uint16_t>(b[2 * i] | (b[2 * i + 1] << 8));
@@ -78,7 +79,11 @@ TEST(QuantErrors, ElementCountNotWholeBlocksIsInvalidArgument) {
     EXPECT_EQ(Dequantize(t, bytes.data(), f.data(), 33).code(), StatusCode::kInvalidArgument) << GgmlTypeName(t);
     EXPECT_EQ(Quantize(t, f.data(), bytes.data(), 31).code(), StatusCode::kInvalidArgument) << GgmlTypeName(t);
   }
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+    EXPECT_EQ(Dequantize(t, bytes.data(), f.data(), 33).code(), StatusCode::kInvalidArgument) << GgmlTypeName(t);
+    EXPECT_EQ(Quantize(t, f.data(), bytes.data(), 31).code(), StatusCode::kInvalidArgument) << GgmlTypeName(t);
+  }
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
     EXPECT_EQ(Dequantize(t, bytes.data(), f.data(), 32).code(), StatusCode::kInvalidArgument) << GgmlTypeName(t);
     EXPECT_EQ(Quantize(t, f.data(), bytes.data(), 255).code(), StatusCode::kInvalidArgument) << GgmlTypeName(t);
   }
@@ -92,8 +97,8 @@ TEST(QuantErrors, ElementCountNotWholeBlocksIsInvalidArgument) {
 TEST(QuantErrors, UnsupportedTypesAreUnimplemented) {
   std::vector<uint8_t> bytes(4096);
   std::vector<float> f(256, 0.0f);
-  const GgmlType unsupported[] = {GgmlType::Q8_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q8_K,
-                                  GgmlType::I8,   GgmlType::I32,  GgmlType::F64,
+  const GgmlType unsupported[] = {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::I8, GgmlType::I32, GgmlType::F64,
+                                  static_cast<GgmlType>(16),   // iq2_xxs: a ggml type ember does not know
                                   static_cast<GgmlType>(99)};  // not a ggml type at all
   for (GgmlType t : unsupported) {
     const Status d = Dequantize(t, bytes.data(), f.data(), 256);
