@@ -49,4 +49,19 @@ inline void PrefetchAhead(const uint8_t* p, int bytes) {
 
 inline uint16_t LoadU16(const uint8_t* p) { uint16_t h; std::memcpy(&h, p, 2); return h; }
 
+// The 16 per-16 activation sums of a super-block as int16 in natural order (|sum| <= 16*128: the
+// K-quants and low-bit kernels).
+EMBER_AVX2 inline __m256i Sums16(const int32_t* bs) {
+  const __m256i packed = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)),
+                                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs + 8)));
+  return _mm256_permute4x64_epi64(packed, 0xD8);  // packs interleaves 128-bit halves; undo it
+}
+
+// Shifts each 16-bit lane left by `by` (right by -by); `by` is a compile-time constant after unrolling.
+EMBER_AVX2 inline __m256i ShiftBits(__m256i v, int by) {
+  if (by > 0) return _mm256_slli_epi16(v, by);
+  if (by < 0) return _mm256_srli_epi16(v, -by);
+  return v;
+}
+
 }  // namespace ember::kernels::avx2

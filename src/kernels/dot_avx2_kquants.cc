@@ -12,20 +12,6 @@
 namespace ember::kernels::avx2 {
 namespace {
 
-// The 16 per-16 activation sums of a super-block as int16 in natural order (|sum| <= 16*127).
-EMBER_AVX2 inline __m256i Sums16(const int32_t* bs) {
-  const __m256i packed = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)),
-                                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs + 8)));
-  return _mm256_permute4x64_epi64(packed, 0xD8);  // packs interleaves 128-bit halves; undo it
-}
-
-// Shifts each 16-bit lane left by `by` (right by -by); `by` is a compile-time constant after unrolling.
-EMBER_AVX2 inline __m256i ShiftBits(__m256i v, int by) {
-  if (by > 0) return _mm256_slli_epi16(v, by);
-  if (by < 0) return _mm256_srli_epi16(v, -by);
-  return v;
-}
-
 template <bool kQ5, int T>
 EMBER_AVX2 void DotK45T(const uint8_t* row, int64_t n, const ActRow* acts, float* out, int64_t stride) {
   constexpr int kBytes = kQ5 ? 176 : 144;

@@ -122,20 +122,6 @@ EMBER_AVX2 void GridDotT(const uint8_t* row, int64_t n, const ActRow* acts, floa
 
 // ---- Q2_K / Q3_K / IQ4_XS --------------------------------------------------------------------------
 
-// The 16 per-16 activation sums of a super-block as int16 in natural order (|sum| <= 16*128).
-EMBER_AVX2 inline __m256i Sums16(const int32_t* bs) {
-  const __m256i packed = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)),
-                                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs + 8)));
-  return _mm256_permute4x64_epi64(packed, 0xD8);  // packs interleaves 128-bit halves; undo it
-}
-
-// Shifts each 16-bit lane left by `by` (right by -by); `by` is a compile-time constant after unrolling.
-EMBER_AVX2 inline __m256i ShiftBits(__m256i v, int by) {
-  if (by > 0) return _mm256_slli_epi16(v, by);
-  if (by < 0) return _mm256_srli_epi16(v, -by);
-  return v;
-}
-
 // Q2_K/Q3_K: sixteen int16 sub-block scales (natural order) -> for half h (elements 128h..) and part k
 // (32 elements 128h + 32k..), scale 8h + 2k in the low 128-bit lane and 8h + 2k + 1 in the high one.
 EMBER_AVX2 inline __m256i PartScales(__m256i sc16, int h, int k) {
