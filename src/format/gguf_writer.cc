@@ -80,8 +80,8 @@ void GgufWriter::SetAlignment(uint32_t alignment) {
   SetU32("general.alignment", alignment);
 }
 
-Status GgufWriter::AddTensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne,
-                             std::vector<uint8_t> data) {
+Status GgufWriter::CheckTensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne,
+                               uint64_t* bytes) const {
   if (name.empty() || name.size() >= 64) return InvalidArgument("tensor name '" + name + "' must be 1..63 bytes");
   if (ne.empty() || ne.size() > gguf::kMaxDims) return InvalidArgument("tensor '" + name + "' needs 1..4 dims");
   for (const auto& t : tensors_)
@@ -92,12 +92,38 @@ Status GgufWriter::AddTensor(const std::string& name, GgmlType type, const std::
                            " is not a multiple of the " + tr.name + " block size " + std::to_string(tr.block_elems));
   uint64_t n = 1;
   for (uint64_t d : ne) n *= d;
-  const uint64_t bytes = n / tr.block_elems * tr.block_bytes;
+  *bytes = n / tr.block_elems * tr.block_bytes;
+  return Status::Ok();
+}
+
+Status GgufWriter::AddTensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne,
+                             std::vector<uint8_t> data) {
+  uint64_t bytes = 0;
+  EMBER_RETURN_IF_ERROR(CheckTensor(name, type, ne, &bytes));
   if (bytes != data.size())
     return InvalidArgument("tensor '" + name + "': expected " + std::to_string(bytes) + " bytes, got " +
                            std::to_string(data.size()));
-  tensors_.push_back({name, type, ne, std::move(data)});
+  tensors_.push_back({name, type, ne, std::move(data), bytes, nullptr});
   return Status::Ok();
+}
+
+Status GgufWriter::AddTensorLazy(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne,
+                                 TensorMaker make) {
+  uint64_t bytes = 0;
+  EMBER_RETURN_IF_ERROR(CheckTensor(name, type, ne, &bytes));
+  if (!make) return InvalidArgument("tensor '" + name + "': no maker");
+  tensors_.push_back({name, type, ne, {}, bytes, std::move(make)});
+  return Status::Ok();
+}
+
+StatusOr<const std::vector<uint8_t>*> GgufWriter::Bytes(const Tensor& t, std::vector<uint8_t>* scratch) const {
+  if (!t.make) return &t.data;
+  scratch->clear();
+  EMBER_RETURN_IF_ERROR(t.make(scratch));
+  if (scratch->size() != t.n_bytes)
+    return Internal("tensor '" + t.name + "': its maker made " + std::to_string(scratch->size()) + " bytes, not " +
+                    std::to_string(t.n_bytes));
+  return static_cast<const std::vector<uint8_t>*>(scratch);
 }
 
 std::vector<uint8_t> GgufWriter::HeadBytes() const {
@@ -117,7 +143,7 @@ std::vector<uint8_t> GgufWriter::HeadBytes() const {
     for (uint64_t d : t.ne) Append<uint64_t>(out, d);
     Append<uint32_t>(out, static_cast<uint32_t>(t.type));
     Append<uint64_t>(out, offset);
-    offset += Padded(t.data.size());
+    offset += Padded(t.n_bytes);
   }
   out.resize(Padded(out.size()), 0);
   return out;
@@ -125,8 +151,11 @@ std::vector<uint8_t> GgufWriter::HeadBytes() const {
 
 std::vector<uint8_t> GgufWriter::ToBytes() const {
   std::vector<uint8_t> out = HeadBytes();
+  std::vector<uint8_t> scratch;
   for (const auto& t : tensors_) {
-    out.insert(out.end(), t.data.begin(), t.data.end());
+    StatusOr<const std::vector<uint8_t>*> data = Bytes(t, &scratch);
+    if (!data.ok()) return {};
+    out.insert(out.end(), (*data)->begin(), (*data)->end());
     out.resize(Padded(out.size()), 0);
   }
   return out;
@@ -136,14 +165,17 @@ Status GgufWriter::WriteFile(const std::string& path) const {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  // Streamed: the header, then each tensor from where it already lies (a model is never copied whole).
+  // Streamed: the header, then each tensor from where it already lies or as its maker makes it (a model
+  // is never copied whole).
   auto fill = [this](WritableFile& f) -> Status {
     const std::vector<uint8_t> head = HeadBytes();
     EMBER_RETURN_IF_ERROR(f.Append(head.data(), head.size()));
     const std::vector<uint8_t> pad(alignment_, 0);
+    std::vector<uint8_t> scratch;  // a lazy tensor's bytes, one at a time
     for (const auto& t : tensors_) {
-      EMBER_RETURN_IF_ERROR(f.Append(t.data.data(), t.data.size()));
-      EMBER_RETURN_IF_ERROR(f.Append(pad.data(), Padded(t.data.size()) - t.data.size()));
+      EMBER_ASSIGN_OR_RETURN(const std::vector<uint8_t>* data, Bytes(t, &scratch));
+      EMBER_RETURN_IF_ERROR(f.Append(data->data(), data->size()));
+      EMBER_RETURN_IF_ERROR(f.Append(pad.data(), Padded(data->size()) - data->size()));
     }
     return Status::Ok();
   };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,13 @@ class GgufWriter {
   Status AddTensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne,
                    std::vector<uint8_t> data);
 
+  // A tensor whose bytes are made only when the file is written (WriteFile / ToBytes call `make` once,
+  // in the order tensors were added, and drop the bytes after writing them): a model larger than memory
+  // can be written. `make` must fill exactly the tensor's byte size.
+  using TensorMaker = std::function<Status(std::vector<uint8_t>* data)>;
+  Status AddTensorLazy(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne, TensorMaker make);
+
+  // Status of a lazy tensor's maker is lost here: a maker that fails gives an empty result.
   std::vector<uint8_t> ToBytes() const;
   // Streams the file to path through util/atomic_write.h (temp file, fsync, rename, directory fsync): a
   // reader never sees a half-written model, a crash leaves the old file or the new one. Mode 0644.
@@ -48,7 +56,12 @@ class GgufWriter {
     GgmlType type;
     std::vector<uint64_t> ne;
     std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;
+    TensorMaker make;  // set: data is made at write time
   };
+  Status CheckTensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& ne, uint64_t* bytes) const;
+  // The tensor's bytes: its data, or what its maker makes (checked against n_bytes) into *scratch.
+  StatusOr<const std::vector<uint8_t>*> Bytes(const Tensor& t, std::vector<uint8_t>* scratch) const;
   void Put(const std::string& key, std::vector<uint8_t> encoded);
   // Everything before the first tensor's data: metadata, tensor infos, padding to the alignment.
   std::vector<uint8_t> HeadBytes() const;

@@ -70,43 +70,61 @@ class Builder {
 
   // A 2-D weight [n_in (contiguous), n_out] ~ N(mean, std), stored as `type` (or a fallback that fits).
   Status Matrix(const std::string& name, int64_t n_in, int64_t n_out, float std, GgmlType type) {
-    if (w_ == nullptr) return Count(n_in * n_out);
-    std::vector<float> v(static_cast<size_t>(n_in * n_out));
-    for (float& x : v) x = rng_.Normal() * std;
-    return Put(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, v, type);
+    return Random(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, 0.0f, std, type);
   }
   // A 3-D weight [n_in, n_out, n_mat] ~ N(0, std): n_mat matrices back to back (MoE experts).
   Status Tensor3(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_mat, float std, GgmlType type) {
-    if (w_ == nullptr) return Count(n_in * n_out * n_mat);
-    std::vector<float> v(static_cast<size_t>(n_in * n_out * n_mat));
-    for (float& x : v) x = rng_.Normal() * std;
-    return Put(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_mat)}, v, type);
+    return Random(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_mat)},
+                  0.0f, std, type);
   }
   // A 1-D vector ~ mean + N(0, std), always F32 (ggml keeps norms and biases in f32).
   Status Vector(const std::string& name, int64_t n, float mean, float std) {
-    if (w_ == nullptr) return Count(n);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = mean + rng_.Normal() * std;
-    return Put(name, {static_cast<uint64_t>(n)}, v, GgmlType::F32);
+    return Random(name, {static_cast<uint64_t>(n)}, mean, std, GgmlType::F32);
   }
+  // A tensor of given values.
   Status Put(const std::string& name, std::vector<uint64_t> ne, const std::vector<float>& v, GgmlType type) {
     if (w_ == nullptr) return Count(static_cast<int64_t>(v.size()));
-    const uint32_t block = TypeInfo(type).block_elems;
-    if (ne[0] % block != 0) {
-      const GgmlType fb = ne[0] % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
-      r_->fallbacks.push_back(name + ": " + GgmlTypeName(type) + " -> " + GgmlTypeName(fb));
-      type = fb;
-    }
+    type = Fitting(name, ne, type);
     std::vector<uint8_t> bytes(RowBytes(type, ne[0]) * (v.size() / ne[0]));
     EMBER_RETURN_IF_ERROR(Quantize(type, v.data(), bytes.data(), v.size()).WithContext(name));
     r_->n_params += v.size();
     r_->n_bytes += bytes.size();
     EMBER_RETURN_IF_ERROR(w_->AddTensor(name, type, ne, std::move(bytes)));
-    if (o_.progress) o_.progress(r_->n_params, std::max(total_, r_->n_params));
+    Made(v.size());
     return Status::Ok();
   }
 
  private:
+  // A random tensor, made only when the writer writes it (GgufWriter::AddTensorLazy): the writer calls
+  // the makers in the order they were added, so the generator's draws come out as if made here, and
+  // memory holds one tensor at a time however large the model.
+  Status Random(const std::string& name, std::vector<uint64_t> ne, float mean, float std, GgmlType type) {
+    uint64_t n = 1;
+    for (uint64_t d : ne) n *= d;
+    if (w_ == nullptr) return Count(static_cast<int64_t>(n));
+    type = Fitting(name, ne, type);
+    r_->n_params += n;
+    r_->n_bytes += RowBytes(type, ne[0]) * (n / ne[0]);
+    return w_->AddTensorLazy(name, type, ne, [this, name, n, mean, std, type, row = ne[0]](std::vector<uint8_t>* out) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = mean + rng_.Normal() * std;
+      out->resize(RowBytes(type, row) * (n / row));
+      EMBER_RETURN_IF_ERROR(Quantize(type, v.data(), out->data(), v.size()).WithContext(name));
+      Made(n);
+      return Status::Ok();
+    });
+  }
+  // `type`, or Q8_0 / F16 when the row length is no multiple of its block (noted in the report).
+  GgmlType Fitting(const std::string& name, const std::vector<uint64_t>& ne, GgmlType type) {
+    if (ne[0] % TypeInfo(type).block_elems == 0) return type;
+    const GgmlType fb = ne[0] % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
+    r_->fallbacks.push_back(name + ": " + GgmlTypeName(type) + " -> " + GgmlTypeName(fb));
+    return fb;
+  }
+  void Made(uint64_t n) {
+    made_ += n;
+    if (o_.progress) o_.progress(made_, std::max(total_, made_));
+  }
   Status Count(int64_t n) {
     counted_ += static_cast<uint64_t>(n);
     return Status::Ok();
@@ -116,7 +134,7 @@ class Builder {
   GgufWriter* w_;
   GenModelReport* r_;
   Rng rng_;
-  uint64_t total_ = 0, counted_ = 0;
+  uint64_t total_ = 0, counted_ = 0, made_ = 0;
 };
 
 // Llama 3 style frequency factors for rope_freqs.weight (factor 8, low 1, high 4, original context 8192).
@@ -393,12 +411,10 @@ Status GenerateModel(const GenModelOptions& o, const std::string& out_path, GenM
   WriteHparams(o, n_vocab, hd, rope_base, w);
   WriteTokenizerSpec(spec, w);
   report->n_vocab = n_vocab;
-  if (!o.vocab_only) {
-    Builder plan(o, nullptr, report);
-    EMBER_RETURN_IF_ERROR(WriteWeights(o, n_vocab, hd, rope_base, plan));
-    Builder b(o, &w, report, plan.counted());
-    EMBER_RETURN_IF_ERROR(WriteWeights(o, n_vocab, hd, rope_base, b));
-  }
+  Builder plan(o, nullptr, report);
+  if (!o.vocab_only) EMBER_RETURN_IF_ERROR(WriteWeights(o, n_vocab, hd, rope_base, plan));
+  Builder b(o, &w, report, plan.counted());  // its makers run inside WriteFile: it must outlive the write
+  if (!o.vocab_only) EMBER_RETURN_IF_ERROR(WriteWeights(o, n_vocab, hd, rope_base, b));
   EMBER_RETURN_IF_ERROR(w.WriteFile(out_path));
   if (o.progress) o.progress(report->n_params, report->n_params);
   return Status::Ok();
