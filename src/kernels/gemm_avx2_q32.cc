@@ -2,6 +2,7 @@
 // vpmaddwd as the integer dot.
 #include <cstring>
 
+#include "format/quant_tables.h"
 #include "kernels/avx2_util.h"
 #include "kernels/gemm_kernels.h"
 

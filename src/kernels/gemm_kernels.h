@@ -35,7 +35,8 @@ GemmFn Avx2GemmFn(GgmlType type);
 GemmFn VnniGemmFn(GgmlType type);
 
 namespace avx2 {
-GemmFn Block32GemmFn(GgmlType type);  // gemm_q32.inc via gemm_avx2_q32.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
+// gemm_q32.inc via gemm_avx2_q32.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4.
+GemmFn Block32GemmFn(GgmlType type);
 GemmFn KQuantGemmFn(GgmlType type);   // gemm_kquants.inc via gemm_avx2_kquants.cc: Q4_K, Q5_K, Q6_K
 }  // namespace avx2
 

@@ -3,6 +3,7 @@
 // sums are exact either way, so these are bitwise equal to the AVX2 GEMM and the row kernels.
 #include <cstring>
 
+#include "format/quant_tables.h"
 #include "kernels/avx2_util.h"
 #include "kernels/avx512_util.h"
 #include "kernels/cpu_features.h"

@@ -18,6 +18,7 @@
 #include "format/quant_tables.h"
 #include "kernels/act_quant.h"
 #include "kernels/avx2_util.h"
+#include "kernels/cpu_features.h"
 #include "kernels/dot_kernels.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/kernel_test_util.h"
@@ -293,12 +294,13 @@ TEST(DotLowBitTest, GroupedEqualsReferencePerGroup) {
   }
 }
 
-// No GEMM or packed kernels for these types: MatMul serves them with the row kernels, and a packed
-// copy would never be read.
-TEST(DotLowBitTest, NoGemmOrPackedKernels) {
+// GEMM kernels (gemm_q32.inc, checked in gemm_test.cc) for the 32-element types only, and no packed
+// kernels: MatMul serves the rest with the row kernels, and a packed copy would never be read.
+TEST(DotLowBitTest, GemmOnlyFor32ElementTypesNoPacked) {
   for (GgmlType t : kLowBit) {
-    EXPECT_EQ(Avx2GemmFn(t), nullptr) << GgmlTypeName(t);
-    EXPECT_EQ(VnniGemmFn(t), nullptr) << GgmlTypeName(t);
+    const bool gemm = t == GgmlType::IQ4_NL || t == GgmlType::MXFP4;
+    EXPECT_EQ(Avx2GemmFn(t) != nullptr, gemm && CpuHasAvx2()) << GgmlTypeName(t);
+    EXPECT_EQ(VnniGemmFn(t) != nullptr, gemm && CpuHasAvx512()) << GgmlTypeName(t);
     EXPECT_FALSE(PackedKernelAvailable(t)) << GgmlTypeName(t);
   }
 }

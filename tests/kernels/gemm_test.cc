@@ -109,7 +109,8 @@ std::vector<int64_t> InputSizes(GgmlType type) {
 TEST(GemmTest, KernelMatchesReferenceBitwise) {
   if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2+FMA+F16C: MatMul uses the row kernels alone";
   const std::vector<GgmlType> types = TypesWithGemm();
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                     GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     EXPECT_NE(Avx2GemmFn(t), nullptr) << GgmlTypeName(t);
   }
   for (const testing::GemmBuild& build : testing::GemmBuilds()) {

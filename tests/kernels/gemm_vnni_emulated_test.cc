@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "format/quant_tables.h"
 #include "kernels/avx2_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm_builds.h"
@@ -34,7 +35,8 @@ GemmFn testing::EmulatedVnniGemmFn(GgmlType type) {
 namespace {
 
 constexpr GgmlType kGemmTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                   GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                   GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q4_K,
+                                   GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Every type with an AVX2 GEMM has a VNNI one, natively exactly where the CPU runs it (so a CPU
 // without VNNI never silently skips a kernel it would run), and under SIMDe always.
