@@ -16,6 +16,26 @@
 #include <simde/x86/avx512.h>
 #include <simde/x86/f16c.h>
 
+// SIMDe 0.7.4 (Debian 12) has no 512-bit 32-bit arithmetic right shift and no int32 -> float
+// conversion; where it emulates AVX-512, each is made of two 256-bit halves (bitwise the same: every
+// lane is computed alone).
+#if !defined(SIMDE_X86_AVX512F_NATIVE)
+static inline simde__m512 EmberEmulatedCvtepi32Ps(simde__m512i a) {
+  const simde__m256 lo = simde_mm256_cvtepi32_ps(simde_mm512_castsi512_si256(a));
+  const simde__m256 hi = simde_mm256_cvtepi32_ps(simde_mm512_extracti64x4_epi64(a, 1));
+  return simde_mm512_insertf32x8(simde_mm512_castps256_ps512(lo), hi, 1);
+}
+#undef _mm512_cvtepi32_ps
+#define _mm512_cvtepi32_ps(a) EmberEmulatedCvtepi32Ps((a))
+static inline simde__m512i EmberEmulatedSrai32(simde__m512i a, int imm) {
+  const simde__m256i lo = simde_mm256_srai_epi32(simde_mm512_castsi512_si256(a), imm);
+  const simde__m256i hi = simde_mm256_srai_epi32(simde_mm512_extracti64x4_epi64(a, 1), imm);
+  return simde_mm512_inserti64x4(simde_mm512_castsi256_si512(lo), hi, 1);
+}
+#undef _mm512_srai_epi32
+#define _mm512_srai_epi32(a, imm) EmberEmulatedSrai32((a), (imm))
+#endif
+
 #define EMBER_PACKED_TARGET
 namespace ember::kernels::zmm_emulated {
 #include "kernels/gemm_packed_util.inc"
