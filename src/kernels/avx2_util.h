@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/act_quant.h"
+
 #define EMBER_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace ember::kernels::avx2 {
@@ -62,6 +64,17 @@ EMBER_AVX2 inline __m256i ShiftBits(__m256i v, int by) {
   if (by > 0) return _mm256_slli_epi16(v, by);
   if (by < 0) return _mm256_srli_epi16(v, -by);
   return v;
+}
+
+// A row kernel K<T> (T = 1..4 activation rows at once) as a DotFn: the tile size picked at run time.
+template <template <int> class K>
+EMBER_AVX2 void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out, int64_t stride) {
+  switch (n_acts) {
+    case 4: K<4>::Run(row, n, acts, out, stride); return;
+    case 3: K<3>::Run(row, n, acts, out, stride); return;
+    case 2: K<2>::Run(row, n, acts, out, stride); return;
+    default: K<1>::Run(row, n, acts, out, stride); return;
+  }
 }
 
 }  // namespace ember::kernels::avx2

@@ -112,15 +112,6 @@ EMBER_AVX2 void DotQ6KT(const uint8_t* row, int64_t n, const ActRow* acts, float
   for (int t = 0; t < T; ++t) out[t * stride] = acc[t];
 }
 
-template <template <int> class K>
-EMBER_AVX2 void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out, int64_t stride) {
-  switch (n_acts) {
-    case 4: K<4>::Run(row, n, acts, out, stride); return;
-    case 3: K<3>::Run(row, n, acts, out, stride); return;
-    case 2: K<2>::Run(row, n, acts, out, stride); return;
-    default: K<1>::Run(row, n, acts, out, stride); return;
-  }
-}
 template <int T> struct Q4K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { DotK45T<false, T>(r, n, a, o, s); } };
 template <int T> struct Q5K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { DotK45T<true, T>(r, n, a, o, s); } };
 template <int T> struct Q6K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { DotQ6KT<T>(r, n, a, o, s); } };

@@ -215,15 +215,6 @@ EMBER_AVX2 void DotIQ4XST(const uint8_t* row, int64_t n, const ActRow* acts, flo
   for (int t = 0; t < T; ++t) out[t * stride] = acc[t];
 }
 
-template <template <int> class K>
-EMBER_AVX2 void Tile(const uint8_t* row, int64_t n, const ActRow* acts, int n_acts, float* out, int64_t stride) {
-  switch (n_acts) {
-    case 4: K<4>::Run(row, n, acts, out, stride); return;
-    case 3: K<3>::Run(row, n, acts, out, stride); return;
-    case 2: K<2>::Run(row, n, acts, out, stride); return;
-    default: K<1>::Run(row, n, acts, out, stride); return;
-  }
-}
 template <int T> struct Iq4nl { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { GridDotT<GgmlType::IQ4_NL, T>(r, n, a, o, s); } };
 template <int T> struct Mxfp4 { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { GridDotT<GgmlType::MXFP4, T>(r, n, a, o, s); } };
 template <int T> struct Q2K { EMBER_AVX2 static void Run(const uint8_t* r, int64_t n, const ActRow* a, float* o, int64_t s) { DotQ23KT<false, T>(r, n, a, o, s); } };
