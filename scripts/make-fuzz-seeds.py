@@ -49,6 +49,14 @@ def main() -> None:
         "f32_tensor.gguf": gguf(meta[:2], [tensor("w", [4, 2], 0, 0)], bytes(range(32))),
         "two_tensors.gguf": gguf([], [tensor("a", [32], 8, 0), tensor("b", [32], 2, 64)], b"\x01" * 34 + b"\0" * 30 + b"\x02" * 18),
         "kquant.gguf": gguf([], [tensor("k", [256], 12, 0), tensor("s", [256], 14, 160)], b"\x03" * 144 + b"\0" * 16 + b"\x04" * 210),
+        # The low-bit types (MXFP4 39, IQ4_NL 20, IQ4_XS 23, Q2_K 10, Q3_K 11), one block each with
+        # every byte value somewhere: the fuzzer dequantizes each tensor's first row.
+        "lowbit_types.gguf": gguf([], [tensor("mx", [32], 39, 0), tensor("nl", [32], 20, 32), tensor("xs", [256], 23, 64),
+                                       tensor("q2", [256], 10, 224), tensor("q3", [256], 11, 320)],
+                                  bytes(i % 256 for i in range(17)) + b"\0" * 15 + bytes((7 * i) % 256 for i in range(18))
+                                  + b"\0" * 14 + bytes((13 * i + 5) % 256 for i in range(136)) + b"\0" * 24
+                                  + bytes((31 * i) % 256 for i in range(84)) + b"\0" * 12
+                                  + bytes((255 - i) % 256 for i in range(110))),
         "align64.gguf": gguf([kv("general.alignment", 4, struct.pack("<I", 64))], [tensor("x", [3, 1, 1, 2], 1, 0)],
                              b"\x05" * 12, align=64),
     }
