@@ -121,7 +121,6 @@ Status Model::Bind() {
                            GgmlTypeName(embd->type));
   }
   weight_bytes_ = 0;
-  inactive_expert_bytes_ = 0;
   expert_bytes_ = 0;
   EMBER_ASSIGN_OR_RETURN(output_norm_, F32Vector(f, "output_norm.weight", c.n_embd));
   tied_output_ = f.FindTensor("output.weight") == nullptr;
@@ -226,7 +225,6 @@ Status Model::BindMoe(int il, LayerWeights& w) {
   EMBER_ASSIGN_OR_RETURN(w.exp_down, Experts(f, Blk(il, "ffn_down_exps.weight"), c.n_ff_exp, c.n_embd, c.n_expert, b));
   const uint64_t experts = weight_bytes_ - before;
   expert_bytes_ += experts;
-  inactive_expert_bytes_ += experts - experts / static_cast<uint64_t>(c.n_expert) * static_cast<uint64_t>(c.n_expert_used);
   if (!arch_->moe_shared_expert) return Status::Ok();
   {  // [n_embd]: one gate logit per row, read as a one-row matrix
     EMBER_ASSIGN_OR_RETURN(const float* g, F32Vector(f, Blk(il, "ffn_gate_inp_shexp.weight"), c.n_embd));

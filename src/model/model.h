@@ -94,7 +94,11 @@ class Model {
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Bytes one decoded token reads: weight_bytes less the experts it is not routed to (a MoE reads
   // n_expert_used of n_expert experts per layer; dense models read everything).
-  uint64_t active_weight_bytes() const { return weight_bytes_ - inactive_expert_bytes_; }
+  uint64_t active_weight_bytes() const {
+    if (expert_bytes_ == 0) return weight_bytes_;
+    const auto n = static_cast<uint64_t>(config_.n_expert), k = static_cast<uint64_t>(config_.n_expert_used);
+    return weight_bytes_ - expert_bytes_ + expert_bytes_ / n * k;  // every expert is the same size
+  }
   // Bytes of all experts' matrices (0 for a dense model).
   uint64_t expert_bytes() const { return expert_bytes_; }
 
@@ -137,7 +141,6 @@ class Model {
   kernels::WeightView output_;
   bool tied_output_ = false;
   uint64_t weight_bytes_ = 0;
-  uint64_t inactive_expert_bytes_ = 0;
   uint64_t expert_bytes_ = 0;
   kernels::PackedWeights packed_;
 };

@@ -129,7 +129,6 @@ Status ReadMoe(const GgufFile& f, const std::string& a, ModelConfig& c) {
   EMBER_ASSIGN_OR_RETURN(c.n_expert_used, Required(f, a + ".expert_used_count", c.n_expert));
   EMBER_ASSIGN_OR_RETURN(c.n_ff_exp, Optional(f, a + ".expert_feed_forward_length",
                                               std::max<int64_t>(1, c.n_ff / c.n_expert_used), hparams::kMaxWidth));
-  c.moe_norm_topk = true;
   if (a == "qwen35moe") {  // a shared expert beside the routed ones, feed_forward_length wide by default
     EMBER_ASSIGN_OR_RETURN(c.n_ff_shexp, Optional(f, a + ".expert_shared_feed_forward_length", c.n_ff, hparams::kMaxWidth));
   }

@@ -54,7 +54,6 @@ struct ModelConfig {
   int64_t n_expert = 0;                // expert_count
   int64_t n_expert_used = 0;           // expert_used_count: experts each token is routed to (top-k)
   int64_t n_ff_exp = 0;                // expert_feed_forward_length (default n_ff / n_expert_used)
-  bool moe_norm_topk = true;           // the top-k routing weights are divided by their sum
   int64_t n_ff_shexp = 0;              // qwen35moe: the shared expert's FFN width (0: no shared expert)
 
   bool moe() const { return n_expert > 0; }

@@ -64,7 +64,7 @@ void MoeScratch::Route(const ModelConfig& c, const LayerWeights& w, const float*
   const int64_t k = c.n_expert_used;
   pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
-      RouteRow(logits_.data() + t * c.n_expert, c.n_expert, k, c.moe_norm_topk, ids_.data() + t * k,
+      RouteRow(logits_.data() + t * c.n_expert, c.n_expert, k, /*norm=*/true, ids_.data() + t * k,
                weights_.data() + t * k);
     }
   });

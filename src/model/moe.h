@@ -3,7 +3,7 @@
 //
 //   p = softmax(x · ffn_gate_inp)                    (router: one probability per expert)
 //   the k = n_expert_used largest p, in descending order (ties: the lower expert index first)
-//   w_j = p_j / max(sum of the k p's, 2^-14)          (moe_norm_topk)
+//   w_j = p_j / max(sum of the k p's, 2^-14)          (norm_w: both archs)
 //   out = sum over j in that order of w_j * down_j(silu(gate_j · x) * (up_j · x))
 //   qwen35moe: out += sigmoid(x · ffn_gate_inp_shexp) * shared(x), shared a dense SwiGLU FFN on every row
 //
