@@ -72,7 +72,9 @@ void MoeScratch::Route(const ModelConfig& c, const LayerWeights& w, const float*
 
 // Counting sort of the (row, choice) pairs by expert: expert e's rows land at [first_[e], first_[e+1])
 // in row order, and xg_ gets a copy of each pair's input row.
-void MoeScratch::Group(const ModelConfig& c, const float* xn, int64_t rows) {
+void MoeScratch::Group(const ModelConfig& c, const float* xn, int64_t rows, kernels::ThreadPool& pool,
+                       OpTimes* times) {
+  OpTimer timer(times, &times->other_s);
   const int64_t k = c.n_expert_used, d = c.n_embd;
   std::fill(first_.begin(), first_.end(), 0);
   for (int64_t i = 0; i < rows * k; ++i) ++first_[static_cast<size_t>(ids_[static_cast<size_t>(i)]) + 1];
@@ -83,9 +85,17 @@ void MoeScratch::Group(const ModelConfig& c, const float* xn, int64_t rows) {
     for (int64_t j = 0; j < k; ++j) {
       const int64_t s = next[static_cast<size_t>(ids_[static_cast<size_t>(t * k + j)])]++;
       slot_[static_cast<size_t>(t * k + j)] = s;
-      std::memcpy(xg_.data() + s * d, xn + t * d, static_cast<size_t>(d) * sizeof(float));
     }
   }
+  // The copies (a prefill chunk's k copies of every row: megabytes) split over the pool by source row.
+  pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      for (int64_t j = 0; j < k; ++j) {
+        std::memcpy(xg_.data() + slot_[static_cast<size_t>(t * k + j)] * d, xn + t * d,
+                    static_cast<size_t>(d) * sizeof(float));
+      }
+    }
+  });
 }
 
 // Each chosen expert once, over all its rows: every expert's gate and up in one grouped matmul (one
@@ -165,7 +175,7 @@ void MoeScratch::SharedExpert(const ModelConfig& c, const LayerWeights& w, const
 void MoeScratch::Forward(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, float* out,
                          kernels::ThreadPool& pool, OpTimes* times) {
   Route(c, w, xn, rows, pool, times);
-  Group(c, xn, rows);
+  Group(c, xn, rows, pool, times);
   RunExperts(c, w, rows, pool, times);
   Combine(c, rows, out, pool, times);
   if (c.n_ff_shexp > 0) SharedExpert(c, w, xn, rows, out, pool, times);

@@ -43,7 +43,7 @@ class MoeScratch {
  private:
   void Route(const ModelConfig& c, const LayerWeights& w, const float* xn, int64_t rows, kernels::ThreadPool& pool,
              OpTimes* times);
-  void Group(const ModelConfig& c, const float* xn, int64_t rows);
+  void Group(const ModelConfig& c, const float* xn, int64_t rows, kernels::ThreadPool& pool, OpTimes* times);
   void RunExperts(const ModelConfig& c, const LayerWeights& w, int64_t rows, kernels::ThreadPool& pool,
                   OpTimes* times);
   // out = the weighted sum of each row's expert outputs.
